@@ -1,0 +1,170 @@
+"""Build the runner image, offline if need be.
+
+The build context is `runner/` inside the package's repository (or a directory given explicitly).
+Its content hash names the image, so a build with an unchanged context is a no-op. With no registry
+reachable, the base is bootstrapped locally: `debootstrap --variant=minbase bookworm` then
+`docker import`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_agentbench import __version__
+
+IMAGE_REPO = "agentbench/py-runner"
+DEFAULT_IMAGE = f"{IMAGE_REPO}:{__version__}"
+REGISTRY_BASE = "debian:bookworm-slim"
+LOCAL_BASE = "agentbench/debian-base:bookworm"
+HASH_LABEL = "agentbench.context_hash"
+DEBIAN_MIRROR = os.environ.get("AGENTBENCH_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+
+
+class ImageBuildError(RuntimeError):
+    pass
+
+
+@dataclass
+class ImageInfo:
+    name: str
+    image_id: str
+    digest: str | None
+    context_hash: str
+    built: bool
+    seconds: float
+    base: str
+
+
+def default_context() -> Path:
+    return Path(__file__).resolve().parents[2] / "runner"
+
+
+def context_hash(context: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in context.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(context).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _docker(*args: str, check: bool = True, **kw: object) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(["docker", *args], capture_output=True, text=True, **kw)  # type: ignore[call-overload]
+    if check and proc.returncode != 0:
+        raise ImageBuildError(f"docker {' '.join(args[:2])} failed: {proc.stderr.strip()[-800:]}")
+    return proc  # type: ignore[no-any-return]
+
+
+def inspect_image(name: str) -> dict[str, str | None] | None:
+    proc = _docker("image", "inspect", name, check=False)
+    if proc.returncode != 0:
+        return None
+    data = json.loads(proc.stdout)[0]
+    labels = (data.get("Config") or {}).get("Labels") or {}
+    digests = data.get("RepoDigests") or []
+    return {"id": data["Id"], "context_hash": labels.get(HASH_LABEL),
+            "digest": digests[0] if digests else None}
+
+
+def registry_answers(timeout: float = 20.0) -> bool:
+    """True when the registry base can be pulled (or is already present)."""
+    if inspect_image(REGISTRY_BASE):
+        return True
+    try:
+        proc = _docker("pull", REGISTRY_BASE, check=False, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False
+    return proc.returncode == 0
+
+
+def bootstrap_local_base(log: "Log") -> str:
+    """debootstrap a minimal bookworm and import it as LOCAL_BASE (skipped when present)."""
+    if inspect_image(LOCAL_BASE):
+        return LOCAL_BASE
+    if shutil.which("debootstrap") is None:
+        if os.geteuid() == 0 and shutil.which("apt-get"):
+            log("installing debootstrap")
+            subprocess.run(["apt-get", "install", "-y", "-qq", "debootstrap"], check=True,
+                           capture_output=True)
+        else:
+            raise ImageBuildError("no registry answers and debootstrap is not installed "
+                                  "(apt-get install debootstrap, as root)")
+    if os.geteuid() != 0:
+        raise ImageBuildError("no registry answers; bootstrapping a local base needs root")
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="agentbench-rootfs-") as root:
+        log(f"no registry: debootstrap bookworm from {DEBIAN_MIRROR}")
+        proc = subprocess.run(
+            ["debootstrap", "--variant=minbase", "bookworm", root, DEBIAN_MIRROR],
+            capture_output=True, text=True,
+        )
+        if proc.returncode != 0:
+            raise ImageBuildError(f"debootstrap failed: {proc.stdout[-800:]}{proc.stderr[-800:]}")
+        tar = subprocess.Popen(["tar", "-C", root, "-c", "."], stdout=subprocess.PIPE)
+        imp = subprocess.run(["docker", "import", "-", LOCAL_BASE], stdin=tar.stdout,
+                             capture_output=True, text=True)
+        tar.wait()
+        if imp.returncode != 0:
+            raise ImageBuildError(f"docker import failed: {imp.stderr.strip()}")
+    log(f"local base {LOCAL_BASE} ready in {time.monotonic() - start:.1f}s")
+    return LOCAL_BASE
+
+
+class Log:
+    def __init__(self, quiet: bool = False) -> None:
+        self.quiet = quiet
+
+    def __call__(self, msg: str) -> None:
+        if not self.quiet:
+            print(f"agentbench image: {msg}", file=sys.stderr, flush=True)
+
+
+def choose_base(mode: str, log: Log) -> str:
+    mode = os.environ.get("AGENTBENCH_BASE", mode)
+    if mode == "registry":
+        return REGISTRY_BASE
+    if mode == "local":
+        return bootstrap_local_base(log)
+    if registry_answers():
+        return REGISTRY_BASE
+    return bootstrap_local_base(log)
+
+
+def ensure_image(
+    context: Path | None = None, name: str = DEFAULT_IMAGE, base: str = "auto",
+    force: bool = False, quiet: bool = False,
+) -> ImageInfo:
+    """Return the runner image for the current context, building it only when needed."""
+    log = Log(quiet)
+    context = context or default_context()
+    if not (context / "Dockerfile").is_file():
+        raise ImageBuildError(f"{context}/Dockerfile not found")
+    chash = context_hash(context)
+    hash_tag = f"{IMAGE_REPO}:ctx-{chash}"
+    start = time.monotonic()
+    found = None if force else inspect_image(hash_tag)
+    if found:
+        _docker("tag", hash_tag, name)
+        return ImageInfo(name, str(found["id"]), found["digest"], chash, False,
+                         time.monotonic() - start, "(cached)")
+    base_image = choose_base(base, log)
+    log(f"building {name} from base {base_image} (context hash {chash})")
+    proc = subprocess.run(
+        ["docker", "build", "--build-arg", f"BASE={base_image}", "--label",
+         f"{HASH_LABEL}={chash}", "-t", hash_tag, "-t", name, str(context)],
+        capture_output=True, text=True,
+    )
+    if proc.returncode != 0:
+        raise ImageBuildError(f"docker build failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    info = inspect_image(hash_tag)
+    assert info is not None
+    return ImageInfo(name, str(info["id"]), info["digest"], chash, True,
+                     time.monotonic() - start, base_image)

@@ -1,0 +1,149 @@
+"""The attempt record: one line of `attempts.jsonl` per attempt (spec §4, versioned).
+
+Plain JSON types only, so the record can ride on a pytest report across xdist workers.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pytest_agentbench.spec.taxonomy import Reason
+
+RECORD_VERSION: Literal[1] = 1
+
+PytestOutcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed"]
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelInfo(Record):
+    provider: str
+    name: str
+    base_url: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+    prompt_version: str | None = None
+    preset_registry_version: str | None = None
+    config_sources: dict[str, str] = Field(default_factory=dict)
+
+
+class Usage(Record):
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    cost_usd: float | None = None
+    retries: int = 0
+    llm_latency_ms: int = 0
+    fallback_tool_calls: int = 0
+
+
+class Timestamps(Record):
+    started_at: str
+    ended_at: str
+
+
+class BaselineRun(Record):
+    exit_code: int
+    timed_out: bool = False
+    duration_sec: float
+    stdout_sha256: str
+    stderr_sha256: str
+    signature: list[str]  # normalized failure signature (failing test ids, or a digest)
+
+
+class BaselineValidation(Record):
+    attempted: bool = False
+    failed_as_expected: bool | None = None
+    exit_code: int | None = None
+    runs: list[BaselineRun] = Field(default_factory=list)
+    is_flaky: bool = False
+    flake_check_runs: int = 0
+    flake_failure_modes: list[list[str]] = Field(default_factory=list)
+    signature: list[str] = Field(default_factory=list)
+
+
+class SetupInfo(Record):
+    attempted: bool = False
+    ok: bool | None = None
+    duration_sec: float = 0.0
+    commands: int = 0
+    network: bool = False
+    diff_stat: str = ""
+    dirty_files: list[str] = Field(default_factory=list)
+    reused_snapshot: bool = False
+
+
+class Result(Record):
+    passed: bool
+    exit_code: int | None = None
+    failure_reason: Reason | None = None
+    sub_reason: str | None = None
+    summary: str = ""
+    signature: list[str] = Field(default_factory=list)  # failing tests after the agent
+    tests_passed: int | None = None
+    tests_failed: int | None = None
+
+
+class AgentStats(Record):
+    steps: int = 0
+    tool_calls: int = 0
+    tool_errors: int = 0
+    patches_rejected: int = 0
+    edits_refused: int = 0
+    changed_files: list[str] = Field(default_factory=list)
+    lines_changed: int = 0
+    finished_by: str | None = None  # finish | max_steps | stuck | budget | error | done
+
+
+class Limits(Record):
+    timeout_sec: float
+    tool_timeout_sec: float
+    max_steps: int
+    cpu_limit: float
+    mem_limit_mb: int
+    budgets: dict[str, float | int | None] = Field(default_factory=dict)
+
+
+class ImageInfo(Record):
+    name: str
+    id: str | None = None
+    digest: str | None = None
+
+
+class AttemptRecord(Record):
+    record_version: Literal[1] = RECORD_VERSION
+    run_id: str
+    attempt_id: str
+    task_id: str
+    suite: str
+    variant: str
+    variant_config_hash: str
+    attempt_index: int = Field(ge=0)
+    task_spec_version: int
+    task_commit: str
+    harness_version: str
+    worker: str = "master"
+    quarantined: str | None = None
+    model: ModelInfo | None = None
+    usage: Usage | None = None
+    timestamps: Timestamps
+    duration_sec: float
+    timings: dict[str, float] = Field(default_factory=dict)
+    setup: SetupInfo = Field(default_factory=SetupInfo)
+    baseline_validation: BaselineValidation = Field(default_factory=BaselineValidation)
+    agent: AgentStats = Field(default_factory=AgentStats)
+    result: Result
+    limits: Limits
+    image: ImageInfo | None = None
+    pytest_outcome: PytestOutcome | None = None
+    artifact_paths: dict[str, str] = Field(default_factory=dict)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")

@@ -1,0 +1,55 @@
+"""Failure taxonomy: exactly one primary reason code for every non-pass, and whom it blames.
+
+`agent` codes are the agent's failure (pytest FAILED); `task` codes mean the task is invalid
+(pytest ERROR, excluded from agent statistics); `infra` codes mean the harness or a provider failed
+(pytest ERROR, retried or investigated, never counted against the agent).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+Blame = Literal["agent", "task", "infra"]
+
+
+class Reason(StrEnum):
+    SETUP_FAILED = "SETUP_FAILED"
+    SETUP_DIRTY_WORKTREE = "SETUP_DIRTY_WORKTREE"
+    BASELINE_NOT_FAILING = "BASELINE_NOT_FAILING"
+    BASELINE_FLAKY = "BASELINE_FLAKY"
+    SANDBOX_ERROR = "SANDBOX_ERROR"
+    LLM_ERROR = "LLM_ERROR"
+    TESTS_FAILED = "TESTS_FAILED"
+    TIMEOUT = "TIMEOUT"
+    TOOL_ERROR = "TOOL_ERROR"
+    AGENT_GAVE_UP = "AGENT_GAVE_UP"
+    AGENT_STUCK = "AGENT_STUCK"
+    AGENT_NO_PROGRESS = "AGENT_NO_PROGRESS"
+
+
+BLAME: dict[Reason, Blame] = {
+    Reason.SETUP_FAILED: "task",
+    Reason.SETUP_DIRTY_WORKTREE: "task",
+    Reason.BASELINE_NOT_FAILING: "task",
+    Reason.BASELINE_FLAKY: "task",
+    Reason.SANDBOX_ERROR: "infra",
+    Reason.LLM_ERROR: "infra",
+    Reason.TESTS_FAILED: "agent",
+    Reason.TIMEOUT: "agent",
+    Reason.TOOL_ERROR: "agent",
+    Reason.AGENT_GAVE_UP: "agent",
+    Reason.AGENT_STUCK: "agent",
+    Reason.AGENT_NO_PROGRESS: "agent",
+}
+
+TASK_INVALID = frozenset(r for r, b in BLAME.items() if b == "task")
+
+
+def blame(reason: Reason | str | None) -> Blame | None:
+    return None if reason is None else BLAME[Reason(reason)]
+
+
+def is_valid_task(reason: Reason | str | None) -> bool:
+    """A task is valid for agent statistics unless its own baseline/setup disqualified it."""
+    return reason is None or Reason(reason) not in TASK_INVALID
