@@ -68,10 +68,26 @@ class SandboxSpec:
     full_logs: bool = False
 
 
+class PathEscape(Exception):
+    """A path leaves the workspace (`..`, absolute, or a symlink pointing outside)."""
+
+
+class Files(Protocol):
+    """File access confined to the workspace. Paths are relative to the workspace root; no
+    component may be a symlink that leaves it. Implemented in core/workspace.py (host side)."""
+
+    def read_bytes(self, path: str, max_bytes: int | None = None) -> bytes: ...
+    def write_bytes(self, path: str, data: bytes) -> None: ...
+    def remove(self, path: str) -> None: ...
+    def exists(self, path: str) -> bool: ...
+    def list(self, root: str = ".", glob: str | None = None, limit: int = 1000) -> list[str]: ...
+
+
 class Sandbox(Protocol):
     """An isolated place to run commands against a workspace."""
 
     spec: SandboxSpec
+    files: Files
 
     def exec(
         self, command: str, *, timeout_sec: float, env: Mapping[str, str] | None = None,

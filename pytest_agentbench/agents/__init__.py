@@ -1,0 +1,1 @@
+"""Built-in agents. Third-party agents register through hookspecs or the entry-point group."""

@@ -1,0 +1,1 @@
+"""The `agentbench` console script: everything that is not a test run."""

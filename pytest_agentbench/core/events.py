@@ -1,0 +1,59 @@
+"""The event sink: builds the envelope, validates the payload, redacts, appends one JSON line.
+
+Each worker writes its own file; the controller merges them at session end (one writer per file).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pytest_agentbench.spec.events import EVENT_TYPES, Actor
+
+Redact = Callable[[str], str]
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class EventSink:
+    """Events of one attempt, appended to `path`."""
+
+    def __init__(self, path: Path | None, run_id: str, task_id: str, attempt_id: str,
+                 redact: Redact | None = None) -> None:
+        self.path = path
+        self.ids = {"run_id": run_id, "task_id": task_id, "attempt_id": attempt_id}
+        self.redact = redact or (lambda text: text)
+        self.seq = 0
+        self.start = time.monotonic()
+        self.lock = threading.Lock()
+        self.emitted: list[dict[str, Any]] = []  # kept in memory for the record and tests
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+
+    def emit(self, type_: str, actor: Actor = "harness", parent_event_id: str | None = None,
+             span_id: str | None = None, **fields: Any) -> str:
+        model = EVENT_TYPES[type_]
+        with self.lock:
+            event_id = uuid.uuid4().hex
+            event = model(
+                event_id=event_id, seq=self.seq, ts=utc_now(),
+                mono_ms=int((time.monotonic() - self.start) * 1000), actor=actor,
+                parent_event_id=parent_event_id, span_id=span_id, **self.ids, **fields,
+            )
+            self.seq += 1
+            line = self.redact(event.model_dump_json())
+            self.emitted.append(event.model_dump(mode="json"))
+            if self.path is not None:
+                with self.path.open("a", encoding="utf-8") as handle:
+                    handle.write(line + "\n")
+        return event_id
+
+    def of_type(self, type_: str) -> list[dict[str, Any]]:
+        return [e for e in self.emitted if e["type"] == type_]

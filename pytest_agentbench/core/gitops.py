@@ -1,0 +1,72 @@
+"""Workspace snapshots and diffs, computed by git *inside* the sandbox.
+
+Never on the host: the agent can write `.git/config` (fsmonitor, filters, pagers), and git run on
+the host would execute whatever it put there. A private index in /tmp keeps the agent's own index
+untouched, and untracked files are included so created files show up in diffs.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from pytest_agentbench.core.ports import Sandbox, SandboxError
+
+INDEX = "/tmp/.agentbench-index"
+EXCLUDES = ["**/__pycache__/**", ".pytest_cache/**", "**/*.pyc", ".agentbench/**"]
+_GIT = "git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.quotepath=off"
+
+
+@dataclass(frozen=True)
+class DiffStat:
+    patch: str
+    files: list[str]
+    lines_changed: int
+
+
+def _pathspec() -> str:
+    return " ".join(shlex.quote(f":(exclude){p}") for p in EXCLUDES)
+
+
+def snapshot_tree(sandbox: Sandbox, timeout_sec: float = 60) -> str:
+    """The tree id of the workspace as it is now (tracked + untracked, minus ignored/junk)."""
+    cmd = (f"cp .git/index {INDEX} 2>/dev/null; export GIT_INDEX_FILE={INDEX}; "
+           f"{_GIT} add -A -- . {_pathspec()} && {_GIT} write-tree")
+    result = sandbox.exec(cmd, timeout_sec=timeout_sec)
+    if not result.ok:
+        raise SandboxError(f"git snapshot failed: {result.stderr.strip()[-300:]}")
+    return result.stdout.strip()
+
+
+def diff_trees(sandbox: Sandbox, old: str, new: str, timeout_sec: float = 60) -> DiffStat:
+    if old == new:
+        return DiffStat("", [], 0)
+    result = sandbox.exec(
+        f"{_GIT} diff --binary {old} {new} && echo '@@agentbench-numstat@@' && "
+        f"{_GIT} diff --numstat {old} {new}",
+        timeout_sec=timeout_sec,
+    )
+    if not result.ok:
+        raise SandboxError(f"git diff failed: {result.stderr.strip()[-300:]}")
+    text = result.full_stdout if result.full_stdout is not None else result.stdout
+    patch, _, numstat = text.partition("@@agentbench-numstat@@\n")
+    files, lines = [], 0
+    for row in numstat.splitlines():
+        added, removed, path = (row.split("\t", 2) + ["", ""])[:3]
+        files.append(path)
+        lines += (int(added) if added.isdigit() else 0) + (int(removed) if removed.isdigit() else 0)
+    return DiffStat(patch, sorted(files), lines)
+
+
+def dirty_tracked_files(sandbox: Sandbox, timeout_sec: float = 60) -> tuple[list[str], str]:
+    """Tracked files changed since checkout, and `git diff --stat` (setup must leave none)."""
+    result = sandbox.exec(
+        f"{_GIT} status --porcelain --untracked-files=no && echo '@@stat@@' && "
+        f"{_GIT} diff --stat HEAD",
+        timeout_sec=timeout_sec,
+    )
+    if not result.ok:
+        raise SandboxError(f"git status failed: {result.stderr.strip()[-300:]}")
+    status, _, stat = result.stdout.partition("@@stat@@\n")
+    files = sorted(line[3:] for line in status.splitlines() if line.strip())
+    return files, stat.strip()

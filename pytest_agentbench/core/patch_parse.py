@@ -1,0 +1,365 @@
+"""Strict unified-diff parser: `diff --git` and plain `---`/`+++` forms.
+
+Hunk bodies are read by the counts in their `@@` headers and a body that disagrees with its header
+is an error (a miscounted header is the most common way a model's patch goes wrong, and silently
+re-counting would hide hunks that end in the wrong place). Line terminators are kept apart from
+line text, so CRLF files and `\\ No newline at end of file` round-trip exactly.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any, Literal
+
+from pytest_agentbench.core.ports import PathEscape
+
+DEV_NULL = "/dev/null"
+HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$")
+Tag = Literal[" ", "-", "+"]
+
+
+class PatchError(Exception):
+    """The patch cannot be parsed or applied. `hunk_index` is 1-based (None: a file-level error).
+    `nearest_context` shows the closest region of the real file, numbered, so the patch can be
+    fixed."""
+
+    def __init__(
+        self, reason: str, *, file: str | None = None, hunk_index: int | None = None,
+        hunk_header: str | None = None, nearest_context: str | None = None,
+    ) -> None:
+        self.reason = reason
+        self.file = file
+        self.hunk_index = hunk_index
+        self.hunk_header = hunk_header
+        self.nearest_context = nearest_context
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = self.file or "patch"
+        if self.hunk_index is not None:
+            where += f": hunk #{self.hunk_index}"
+            if self.hunk_header:
+                where += f" ({self.hunk_header})"
+        text = f"{where}: {self.reason}"
+        if self.nearest_context:
+            text += f"\nNearest matching region of {self.file}:\n{self.nearest_context}"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "hunk_index": self.hunk_index, "hunk_header": self.hunk_header,
+                "reason": self.reason, "nearest_context": self.nearest_context}
+
+
+@dataclass
+class HunkLine:
+    tag: Tag
+    text: str  # without its line terminator
+    crlf: bool = False  # the patch line itself ended in \r\n
+    no_newline: bool = False  # followed by "\ No newline at end of file"
+
+
+@dataclass
+class Hunk:
+    old_start: int
+    old_count: int
+    new_start: int
+    new_count: int
+    header: str
+    lines: list[HunkLine] = field(default_factory=list)
+
+    @property
+    def old_lines(self) -> list[HunkLine]:
+        return [line for line in self.lines if line.tag != "+"]
+
+    @property
+    def new_lines(self) -> list[HunkLine]:
+        return [line for line in self.lines if line.tag != "-"]
+
+
+@dataclass
+class FilePatch:
+    old_path: str | None  # None: created
+    new_path: str | None  # None: deleted
+    hunks: list[Hunk] = field(default_factory=list)
+    rename: bool = False
+
+    @property
+    def kind(self) -> Literal["create", "delete", "rename", "modify"]:
+        if self.old_path is None:
+            return "create"
+        if self.new_path is None:
+            return "delete"
+        if self.rename or self.old_path != self.new_path:
+            return "rename"
+        return "modify"
+
+    @property
+    def path(self) -> str:
+        """The name to report this file by."""
+        return self.new_path or self.old_path or "?"
+
+
+def normalize_path(path: str) -> str:
+    """Workspace-relative POSIX path with `.`/`..` folded; raises PathEscape when it leaves."""
+    if not path or "\0" in path:
+        raise PathEscape(f"invalid path {path!r}")
+    pure = PurePosixPath(path)
+    if pure.is_absolute():
+        raise PathEscape(f"{path}: absolute paths are not allowed in a patch")
+    parts: list[str] = []
+    for part in pure.parts:
+        if part == "..":
+            if not parts:
+                raise PathEscape(f"{path}: leaves the workspace")
+            parts.pop()
+        elif part != ".":
+            parts.append(part)
+    if not parts:
+        raise PathEscape(f"{path!r} names the workspace root, not a file")
+    return "/".join(parts)
+
+
+def _unquote(name: str) -> str:
+    """Git C-quotes names with special characters: "a/t\\303\\251st"."""
+    if not (len(name) >= 2 and name.startswith('"') and name.endswith('"')):
+        return name
+    raw = name[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
+    return raw.encode("latin-1").decode("utf-8", "surrogateescape")
+
+
+def _header_name(rest: str) -> str:
+    rest = rest.rstrip("\r")
+    if not rest.startswith('"'):
+        rest = rest.split("\t", 1)[0].rstrip(" ")
+    return _unquote(rest)
+
+
+def _strip_prefix(name: str, prefix: str, strip: bool) -> str:
+    if name == DEV_NULL:
+        return name
+    return name[len(prefix):] if strip and name.startswith(prefix) else name
+
+
+class _Section:
+    """A file section being parsed."""
+
+    def __init__(self, git_line: str | None) -> None:
+        self.git_line = git_line
+        self.old: str | None = None
+        self.new: str | None = None
+        self.rename_from: str | None = None
+        self.rename_to: str | None = None
+        self.new_file = False
+        self.deleted_file = False
+        self.hunks: list[Hunk] = []
+
+    def has_names(self) -> bool:
+        return self.old is not None
+
+    def finish(self) -> FilePatch | None:
+        git = self.git_line is not None
+        old, new = self.old, self.new
+        if old is not None and new is not None:
+            strip = git or ((old.startswith("a/") or old == DEV_NULL)
+                            and (new.startswith("b/") or new == DEV_NULL))
+            old, new = _strip_prefix(old, "a/", strip), _strip_prefix(new, "b/", strip)
+        if self.rename_from is not None or self.rename_to is not None:
+            if self.rename_from is None or self.rename_to is None:
+                raise PatchError("'rename from' and 'rename to' must come together",
+                                 file=self.rename_from or self.rename_to)
+            old, new = self.rename_from, self.rename_to
+        if old is None and self.git_line is not None:
+            old = new = _git_line_name(self.git_line)
+            if self.new_file:
+                old = DEV_NULL
+            if self.deleted_file:
+                new = DEV_NULL
+        if old is None or new is None:
+            raise PatchError("file section has no '---'/'+++' lines")
+        if old == DEV_NULL and new == DEV_NULL:
+            raise PatchError("both sides of a file section are /dev/null")
+        patch = FilePatch(
+            old_path=None if old == DEV_NULL else normalize_path(old),
+            new_path=None if new == DEV_NULL else normalize_path(new),
+            hunks=self.hunks, rename=self.rename_from is not None,
+        )
+        if not patch.hunks and patch.kind == "modify":
+            if git:
+                return None  # a mode-only change: nothing to do in the workspace
+            raise PatchError("no hunks ('@@ -start,count +start,count @@') for this file",
+                             file=patch.path)
+        return patch
+
+
+def _git_line_name(line: str) -> str:
+    """`diff --git a/NAME b/NAME`: the name, when both sides agree (no ---/+++ to go by)."""
+    rest = line[len("diff --git "):].rstrip("\r")
+    if rest.startswith('"'):
+        end = rest.index('"', 1) + 1 if '"' in rest[1:] else len(rest)
+        return _strip_prefix(_unquote(rest[:end]), "a/", True)
+    half = (len(rest) - 1) // 2
+    left, right = rest[:half], rest[half + 1:]
+    if left.startswith("a/") and right.startswith("b/") and left[2:] == right[2:]:
+        return left[2:]
+    raise PatchError(f"cannot tell the file name from {line.strip()!r}")
+
+
+def parse_patch(text: str) -> list[FilePatch]:
+    """Parse every file section of a unified diff. Text outside file sections is ignored."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    sections: list[_Section] = []
+    current: _Section | None = None
+    i = 0
+    while i < len(lines):
+        clean = lines[i].rstrip("\r")
+        if clean.startswith("diff --git "):
+            current = _Section(clean)
+            sections.append(current)
+            i += 1
+        elif clean.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
+            if current is None or current.has_names() or current.hunks:
+                current = _Section(None)
+                sections.append(current)
+            current.old = _header_name(clean[4:])
+            current.new = _header_name(lines[i + 1][4:])
+            i += 2
+        elif clean.startswith("@@"):
+            if current is None:
+                raise PatchError("hunk before any file header ('--- a/path' / '+++ b/path')")
+            i = _read_hunk(lines, i, current)
+        elif current is not None and current.git_line is not None and not current.hunks:
+            _git_header(clean, current)
+            i += 1
+        else:
+            i += 1  # prose, code fences, "Index:" lines: not part of any file section
+    patches = [p for p in (s.finish() for s in sections) if p is not None]
+    if not patches and not sections:
+        raise PatchError("no file changes found: expected a unified diff with '--- a/path' and "
+                         "'+++ b/path' lines followed by '@@' hunks")
+    return patches
+
+
+def _git_header(clean: str, section: _Section) -> None:
+    if clean.startswith("rename from "):
+        section.rename_from = _header_name(clean[len("rename from "):])
+    elif clean.startswith("rename to "):
+        section.rename_to = _header_name(clean[len("rename to "):])
+    elif clean.startswith("new file mode"):
+        section.new_file = True
+    elif clean.startswith("deleted file mode"):
+        section.deleted_file = True
+    elif clean.startswith(("copy from ", "copy to ")):
+        raise PatchError("'copy from/to' patches are not supported; create the file instead",
+                         file=clean.split(" ", 2)[-1])
+    elif clean.startswith(("Binary files ", "GIT binary patch")):
+        raise PatchError("binary patches are not supported")
+    # index/mode/similarity lines and anything unknown are ignored, as git does
+
+
+def _read_hunk(lines: list[str], start: int, section: _Section) -> int:
+    header = lines[start].rstrip("\r")
+    index = len(section.hunks) + 1
+    name = _section_name(section)
+    match = HUNK_HEADER.match(header)
+    if not match:
+        raise PatchError("malformed hunk header; expected '@@ -start,count +start,count @@'",
+                         file=name, hunk_index=index, hunk_header=header)
+    old_start, new_start = int(match[1]), int(match[3])
+    old_count = 1 if match[2] is None else int(match[2])
+    new_count = 1 if match[4] is None else int(match[4])
+    hunk = Hunk(old_start, old_count, new_start, new_count, header[: header.index("@@", 2) + 2])
+    old_left, new_left = old_count, new_count
+    i = start + 1
+    while old_left > 0 or new_left > 0:
+        raw = lines[i] if i < len(lines) else None
+        if raw is not None and raw.startswith("\\"):
+            _mark_no_newline(hunk, name, index)
+            i += 1
+            continue
+        tag = _raw_tag(raw)
+        if tag is None or (tag != "+" and old_left == 0) or (tag != "-" and new_left == 0):
+            raise _count_error(lines, start, hunk, name, index)
+        assert raw is not None
+        body = raw[1:] if raw not in ("", "\r") else raw
+        crlf = body.endswith("\r")
+        hunk.lines.append(HunkLine(tag, body[:-1] if crlf else body, crlf))
+        old_left -= tag != "+"
+        new_left -= tag != "-"
+        i += 1
+    if i < len(lines) and lines[i].startswith("\\"):
+        _mark_no_newline(hunk, name, index)
+        i += 1
+    after = i
+    while after < len(lines) and lines[after].strip() == "":
+        after += 1  # blank lines between sections are separators, not uncounted context
+    if _body_tag(lines, after) is not None:
+        raise _count_error(lines, start, hunk, name, index)
+    section.hunks.append(hunk)
+    return i
+
+
+def _section_name(section: _Section) -> str | None:
+    for name in (section.new, section.old):
+        if name and name != DEV_NULL:
+            return _strip_prefix(_strip_prefix(name, "b/", True), "a/", True)
+    return None
+
+
+def _raw_tag(raw: str | None) -> Tag | None:
+    """The tag of a line inside a hunk body (an empty line is an empty context line)."""
+    if raw is None:
+        return None
+    if raw in ("", "\r"):
+        return " "
+    if raw[0] in " -+":
+        return raw[0]  # type: ignore[return-value]
+    return None
+
+
+def _body_tag(lines: list[str], i: int) -> Tag | None:
+    """Like _raw_tag for a line after a hunk's counted body: file headers end the hunk."""
+    if i >= len(lines):
+        return None
+    raw = lines[i]
+    if raw.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
+        return None
+    if raw.rstrip("\r") == "-- ":
+        return None  # git format-patch signature separator
+    return _raw_tag(raw)
+
+
+def _is_trailing_blank(lines: list[str], i: int) -> bool:
+    rest = lines[i:]
+    return all(line.strip() == "" for line in rest) or (
+        rest[0].strip() == "" and _body_tag(lines, i + 1) is None)
+
+
+def _mark_no_newline(hunk: Hunk, name: str | None, index: int) -> None:
+    if not hunk.lines:
+        raise PatchError("'\\ No newline at end of file' before any hunk line", file=name,
+                         hunk_index=index, hunk_header=hunk.header)
+    hunk.lines[-1].no_newline = True
+
+
+def _count_error(lines: list[str], start: int, hunk: Hunk, name: str | None,
+                 index: int) -> PatchError:
+    old = new = 0
+    i = start + 1
+    while (tag := _body_tag(lines, i)) is not None or (i < len(lines)
+                                                       and lines[i].startswith("\\")):
+        if _is_trailing_blank(lines, i):
+            break
+        if tag is not None:
+            old += tag != "+"
+            new += tag != "-"
+        i += 1
+    return PatchError(
+        f"hunk header counts do not match the body: the header says {hunk.old_count} old / "
+        f"{hunk.new_count} new lines, the body has {old} old (' ' and '-') / {new} new "
+        "(' ' and '+') lines; fix the counts in the @@ header",
+        file=name, hunk_index=index, hunk_header=hunk.header,
+    )

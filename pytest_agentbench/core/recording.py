@@ -1,0 +1,106 @@
+"""The toolbox the agent actually holds: every call recorded, every edit diffed.
+
+Wraps the Toolbox so agents need no cooperation: each call goes to `agent/tool_calls.jsonl`
+(redacted), and after any call that may have changed files the workspace tree is compared with
+the last snapshot; a change becomes `diffs/step_NNNN.patch` and a `patch_applied` event.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pytest_agentbench.core.agent_api import AgentOutcome
+from pytest_agentbench.core.events import EventSink, utc_now
+from pytest_agentbench.core.gitops import diff_trees, snapshot_tree
+from pytest_agentbench.core.globs import matches_any
+from pytest_agentbench.core.ports import Sandbox
+from pytest_agentbench.core.rundir import AttemptPaths
+from pytest_agentbench.core.tools import ToolResult, Toolbox
+from pytest_agentbench.spec.records import AgentStats
+
+MUTATING = frozenset({"apply_patch", "write_file", "remove_file", "run"})
+
+
+class RecordingToolbox:
+    def __init__(self, inner: Toolbox, sandbox: Sandbox, paths: AttemptPaths, events: EventSink,
+                 redact: Callable[[str], str], deadline: float) -> None:
+        self.inner, self.sandbox, self.paths, self.events = inner, sandbox, paths, events
+        self.redact, self.deadline = redact, deadline
+        self.policy = inner.policy
+        self.step = 0
+        self.errors = 0
+        self.patches_rejected = 0
+        self.edits_refused = 0
+        self.base_tree = snapshot_tree(sandbox)
+        self.last_tree = self.base_tree
+        self.diff_steps = 0
+        self.changed_files: list[str] = []
+        self.lines_changed = 0
+
+    def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        self.step += 1
+        # No command may outlive the task's budget.
+        if name == "run" and isinstance(arguments, dict):
+            remaining = max(1.0, self.deadline - time.monotonic())
+            asked = arguments.get("timeout_sec") or self.policy.tool_timeout_sec
+            if isinstance(asked, int | float):
+                arguments = {**arguments, "timeout_sec": min(float(asked), remaining)}
+        result = self.inner.call(name, arguments)
+        if not result.ok:
+            self.errors += 1
+            if result.error_type == "PATCH_REJECTED":
+                self.patches_rejected += 1
+            if result.error_type == "EDIT_NOT_ALLOWED":
+                self.edits_refused += 1
+        line = {"step": self.step, "ts": utc_now(), "tool": name, "arguments": arguments,
+                "result": result.to_dict()}
+        with (self.paths.root / "agent" / "tool_calls.jsonl").open("a", encoding="utf-8") as fh:
+            fh.write(self.redact(json.dumps(line, ensure_ascii=False, default=str)) + "\n")
+        if name in MUTATING:
+            self._snapshot_step()
+        return result
+
+    def _snapshot_step(self) -> None:
+        tree = snapshot_tree(self.sandbox)
+        if tree == self.last_tree:
+            return
+        diff = diff_trees(self.sandbox, self.last_tree, tree)
+        self.last_tree = tree
+        self.diff_steps += 1
+        path = self.paths.root / "diffs" / f"step_{self.step:04d}.patch"
+        path.write_text(self.redact(diff.patch), "utf-8")
+        self.events.emit("patch_applied", actor="tool", step=self.step,
+                         changed_files=diff.files, diff_path=self.paths.relative(path))
+
+    def final_diff(self) -> tuple[list[str], int, str]:
+        diff = diff_trees(self.sandbox, self.base_tree, snapshot_tree(self.sandbox))
+        (self.paths.root / "diffs" / "final.patch").write_text(self.redact(diff.patch), "utf-8")
+        return diff.files, diff.lines_changed, diff.patch
+
+    def final_diff_violation(self) -> str | None:
+        """Edits made by any means (`run` included) must respect the task's edit policy."""
+        files, lines, _ = self.final_diff()
+        self.changed_files, self.lines_changed = files, lines
+        policy = self.policy
+        for path in files:
+            if policy.editable_globs is not None and not matches_any(path, policy.editable_globs):
+                return f"changed {path}, outside editable_globs"
+            if matches_any(path, policy.readonly_globs):
+                return f"changed {path}, which is read-only"
+        if policy.max_changed_files is not None and len(files) > policy.max_changed_files:
+            return f"changed {len(files)} files, more than max_changed_files={policy.max_changed_files}"
+        if policy.max_lines_changed is not None and lines > policy.max_lines_changed:
+            return f"changed {lines} lines, more than max_lines_changed={policy.max_lines_changed}"
+        return None
+
+    def stats(self, outcome: AgentOutcome | None) -> AgentStats:
+        return AgentStats(
+            steps=outcome.steps if outcome and outcome.steps else self.step,
+            tool_calls=self.step, tool_errors=self.errors,
+            patches_rejected=self.patches_rejected, edits_refused=self.edits_refused,
+            changed_files=self.changed_files, lines_changed=self.lines_changed,
+            finished_by=outcome.finished_by if outcome else None,
+        )

@@ -1,0 +1,119 @@
+"""Fixtures: the pieces a task item needs. Override any of them in a conftest.py.
+
+`agentbench_attempt` runs the whole attempt during fixture setup, so that task and
+infrastructure problems are pytest ERRORs and only the agent's own failures are FAILED.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_agentbench.items import AB_KEY, TaskError, failure_text, is_error
+from pytest_agentbench.variants import agent_factories, make_agent
+from pytest_agentbench.xdist_glue import worker_id
+
+if TYPE_CHECKING:
+    from pytest_agentbench.core.ports import SandboxFactory
+    from pytest_agentbench.plugin import AgentbenchConfig
+    from pytest_agentbench.repos.mirror import MirrorCache
+
+SANDBOX_UID = 1000  # the runner image's non-root user
+
+
+@pytest.fixture(scope="session")
+def agentbench_config(pytestconfig: pytest.Config) -> AgentbenchConfig:
+    ab = pytestconfig.stash.get(AB_KEY, None)
+    if ab is None:
+        pytest.skip("agentbench is not active (no --agentbench-suite)")
+    return ab
+
+
+@pytest.fixture(scope="session")
+def agentbench_sandbox_factory(agentbench_config: AgentbenchConfig,
+                               pytestconfig: pytest.Config) -> Iterator[SandboxFactory]:
+    if agentbench_config.options["sandbox"] == "local":
+        from pytest_agentbench.sandbox.local import LocalSandboxFactory
+
+        yield LocalSandboxFactory()
+        return
+    from pytest_agentbench.sandbox.docker import DockerSandboxFactory
+
+    factory = DockerSandboxFactory()
+    yield factory
+    assert agentbench_config.state is not None
+    factory.sweep({"agentbench.run_id": agentbench_config.state.run_id,
+                   "agentbench.worker": worker_id(pytestconfig)})
+
+
+@pytest.fixture(scope="session")
+def agentbench_mirrors(agentbench_config: AgentbenchConfig) -> MirrorCache:
+    from pytest_agentbench.repos.mirror import MirrorCache
+
+    root = agentbench_config.options["git_cache"]
+    return MirrorCache(Path(root) if root else None)
+
+
+@pytest.fixture
+def agentbench_agent(agentbench_config: AgentbenchConfig, pytestconfig: pytest.Config) -> Any:
+    """The agent under test, made fresh for each attempt from the configured variant."""
+    hooks = pytestconfig.hook.pytest_agentbench_agents()
+    return make_agent(agentbench_config.variant, agent_factories(hooks))
+
+
+@pytest.fixture
+def agentbench_attempt(request: pytest.FixtureRequest, agentbench_config: AgentbenchConfig,
+                       agentbench_sandbox_factory: SandboxFactory,
+                       agentbench_mirrors: MirrorCache, agentbench_agent: Any) -> dict[str, Any]:
+    from pytest_agentbench.core.trial import Trial, TrialConfig
+    from pytest_agentbench.llm.redaction import Redactor
+
+    item = request.node
+    loaded, index = item.loaded, item.attempt_index
+    ab, state = agentbench_config, agentbench_config.state
+    assert state is not None
+    worker = worker_id(request.config)
+    redactor = Redactor(env_names=loaded.spec.artifacts.redact)
+    quarantine = item.get_closest_marker("agentbench_quarantine")
+    cfg = TrialConfig(
+        run_id=state.run_id, run_dir=state.path,
+        work_root=Path(tempfile.gettempdir()) / "agentbench-work" / state.run_id,
+        variant=ab.variant.name, variant_config_hash=ab.variant_hash(),
+        image=ab.image.get("name") or "local", image_id=ab.image.get("id"),
+        image_digest=ab.image.get("digest"), harness_version=_harness_version(),
+        attempt_index=index, attempt_label=f"attempt-{index + 1}" if ab.attempts > 1 else None,
+        worker=worker, full_logs=ab.options["full_logs"],
+        keep_workspace=ab.options["keep_workspace"] or loaded.spec.artifacts.keep_workspace,
+        ca_bundle=Path(ab.options["ca_bundle"]) if ab.options["ca_bundle"] else None,
+        pip_cache=_pip_cache(), owner_uid=SANDBOX_UID if os.geteuid() == 0 else None,
+        events_path=state.path / "events" / f"{state.session_token}-{worker}.jsonl",
+        redact=redactor.redact,
+        agent_params={**ab.variant.params, "_variant": ab.variant.config(),
+                      "_llm_cli": ab.options["llm"], "_redactor": redactor},
+        quarantined=quarantine.kwargs.get("reason") if quarantine else None,
+    )
+    record = Trial(loaded, cfg, agentbench_sandbox_factory, agentbench_mirrors,
+                   agentbench_agent).run().to_json_dict()
+    item.agentbench_record = record
+    if is_error(record):
+        raise TaskError(failure_text(record))
+    return record
+
+
+def _pip_cache() -> Path:
+    root = Path(os.environ.get("AGENTBENCH_PIP_CACHE", Path.home() / ".cache/agentbench/pip"))
+    root.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        os.chown(root, SANDBOX_UID, SANDBOX_UID)
+    return root
+
+
+def _harness_version() -> str:
+    from pytest_agentbench.version import harness_version
+
+    return harness_version()

@@ -1,0 +1,112 @@
+"""Collection: each task.yaml becomes a TaskFile whose items are the task's attempts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_agentbench.spec.loader import LoadedTask, TaskProblem
+from pytest_agentbench.spec.taxonomy import blame
+
+if TYPE_CHECKING:
+    from pytest_agentbench.plugin import AgentbenchConfig
+
+
+class AgentFailure(Exception):
+    """The agent did not fix the task (pytest FAILED)."""
+
+
+class TaskError(Exception):
+    """The task or the infrastructure is at fault (pytest ERROR)."""
+
+
+class InvalidTaskSpec(Exception):
+    pass
+
+
+def run_attempt(agentbench_attempt: dict[str, Any]) -> None:
+    """The test function of every task item; the attempt itself runs in its fixture, so that
+    task and infrastructure problems surface as ERROR (setup) and agent failures as FAILED."""
+    result = agentbench_attempt["result"]
+    if not result["passed"]:
+        raise AgentFailure(failure_text(agentbench_attempt))
+
+
+def failure_text(record: dict[str, Any]) -> str:
+    result = record["result"]
+    sub = f" [{result['sub_reason']}]" if result.get("sub_reason") else ""
+    where = record.get("artifact_paths", {}).get("task_dir", "")
+    return f"{result['failure_reason']}{sub}: {result['summary']}\n  artifacts: {where}"
+
+
+def is_error(record: dict[str, Any]) -> bool:
+    return blame(record["result"]["failure_reason"]) in ("task", "infra")
+
+
+class TaskFile(pytest.File):
+    def collect(self) -> list[pytest.Item]:
+        ab: AgentbenchConfig = self.config.stash[AB_KEY]
+        loaded = ab.tasks_by_path.get(self.path)
+        if loaded is None:
+            problems = ab.problems_by_path.get(self.path, [])
+            return [InvalidTaskItem.from_parent(self, name=self.path.parent.name,
+                                                problems=problems)]
+        items: list[pytest.Item] = []
+        for index in range(ab.attempts):
+            name = loaded.id if ab.attempts == 1 else f"{loaded.id}[{ab.variant.name}-attempt{index + 1}]"
+            item = TaskItem.from_parent(self, name=name, callobj=run_attempt)
+            item.init_task(loaded, index)
+            items.append(item)
+        return items
+
+
+class TaskItem(pytest.Function):
+    loaded: LoadedTask
+    attempt_index: int
+
+    def init_task(self, loaded: LoadedTask, attempt_index: int) -> None:
+        self.loaded, self.attempt_index = loaded, attempt_index
+        spec = loaded.spec
+        self.extra_keyword_matches.update({spec.id, spec.suite, *spec.labels})
+        for label in spec.labels:
+            self.add_marker(pytest.mark.agentbench_label(label))
+        reason = spec.quarantine_reason
+        if reason:
+            self.add_marker(pytest.mark.agentbench_quarantine(reason=reason))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"agentbench task {self.name}"
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str:
+        if isinstance(excinfo.value, AgentFailure | TaskError):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo, style=style))
+
+
+class InvalidTaskItem(pytest.Item):
+    """A task.yaml that failed to load: one ERROR with one line per problem, no traceback."""
+
+    def __init__(self, *, problems: list[TaskProblem], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.problems = problems
+
+    def setup(self) -> None:
+        raise InvalidTaskSpec("\n".join(str(p) for p in self.problems) or "invalid task")
+
+    def runtest(self) -> None:  # pragma: no cover - setup always raises
+        pass
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str:
+        if isinstance(excinfo.value, InvalidTaskSpec):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo, style=style))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"invalid task {self.name}"
+
+
+AB_KEY: pytest.StashKey[AgentbenchConfig] = pytest.StashKey()

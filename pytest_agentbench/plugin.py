@@ -1,0 +1,294 @@
+"""The pytest plugin: options, collection of task.yaml files, xdist plumbing, the one writer.
+
+Inert unless `--agentbench-suite` (or `--agentbench-resume`) is given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_agentbench import hookspecs
+from pytest_agentbench.fixtures import (  # noqa: F401 - fixtures are found by import
+    agentbench_agent,
+    agentbench_attempt,
+    agentbench_config,
+    agentbench_mirrors,
+    agentbench_sandbox_factory,
+)
+from pytest_agentbench.items import AB_KEY, TaskFile
+from pytest_agentbench.options import add_options, resolve_ca_bundle
+from pytest_agentbench.session import RunState, ResumeError, merge_events, record_attempt, start_run
+from pytest_agentbench.spec.loader import LoadedTask, TaskProblem, discover
+from pytest_agentbench.variants import Variant, VariantError, load_variant
+from pytest_agentbench.xdist_glue import crash_record, is_worker
+
+
+@dataclass
+class AgentbenchConfig:
+    taskpacks: Path
+    suites: list[str]
+    variant: Variant
+    attempts: int
+    quarantine: str
+    out: Path
+    options: dict[str, Any]
+    tasks_by_path: dict[Path, LoadedTask] = field(default_factory=dict)
+    problems_by_path: dict[Path, list[TaskProblem]] = field(default_factory=dict)
+    state: RunState | None = None
+    image: dict[str, Any] = field(default_factory=dict)
+    recorded: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+
+    def run_config(self) -> dict[str, Any]:
+        """What must match for --agentbench-resume to continue a run."""
+        return {"suites": self.suites, "variant": self.variant.config(),
+                "variant_config_hash": self.variant_hash(), "attempts": self.attempts,
+                "image": self.options["image"], "sandbox": self.options["sandbox"]}
+
+    def variant_hash(self) -> str:
+        return self.variant.config_hash({"llm": self.options.get("llm", {})})
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "agentbench_quarantine(reason): a quarantined task "
+                            "(xfail non-strict by default; see --agentbench-quarantine)")
+    config.addinivalue_line("markers", "agentbench_label(name): a label from task.yaml")
+    suites = config.getoption("agentbench_suite") or []
+    resume = config.getoption("agentbench_resume")
+    if not suites and not resume:
+        return
+    try:
+        ab = _make_config(config, suites)
+    except (VariantError, ResumeError, ValueError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[AB_KEY] = ab
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        config.args = [str(ab.taskpacks / suite) for suite in ab.suites]
+    if is_worker(config):
+        ab.state = RunState.from_wire(config.workerinput["agentbench_state"])  # type: ignore[attr-defined]
+        ab.image = dict(config.workerinput["agentbench_image"])  # type: ignore[attr-defined]
+        return
+    _default_worksteal(config)
+    ab.image = _ensure_image(ab)
+    try:
+        ab.state = start_run(ab.out, ab.suites, ab.variant.name, ab.run_config(),
+                             ab.variant_hash(), Path(resume) if resume else None)
+    except ResumeError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistController(ab), "agentbench-xdist")
+
+
+def _make_config(config: pytest.Config, suites: list[str]) -> AgentbenchConfig:
+    opt = config.getoption
+    ini = config.getini
+    resume = opt("agentbench_resume")
+    if resume and not suites:
+        import json
+
+        suites = json.loads((Path(resume) / "run.json").read_text("utf-8"))["suites"]
+    taskpacks = Path(opt("agentbench_taskpacks") or ini("agentbench_taskpacks") or "taskpacks")
+    if not taskpacks.is_absolute():
+        taskpacks = config.rootpath / taskpacks if not taskpacks.exists() else taskpacks.resolve()
+    variant = load_variant(opt("agentbench_variant") or ini("agentbench_variant") or "oracle")
+    attempts = int(opt("agentbench_attempts") or ini("agentbench_attempts") or 1)
+    if attempts < 1:
+        raise ValueError("--agentbench-attempts: expected a positive integer")
+    out = Path(opt("agentbench_out") or ini("agentbench_out") or "reports/runs")
+    options = {
+        "image": opt("agentbench_image") or ini("agentbench_image") or None,
+        "sandbox": opt("agentbench_sandbox") or "docker",
+        "full_logs": bool(opt("agentbench_full_logs")),
+        "keep_workspace": bool(opt("agentbench_keep_workspace")),
+        "ca_bundle": resolve_ca_bundle(opt("agentbench_ca_bundle")
+                                       or ini("agentbench_ca_bundle") or "auto"),
+        "git_cache": opt("agentbench_git_cache"),
+        "llm": {k: v for k in ("model", "base_url", "temperature", "top_p", "max_tokens",
+                               "preset", "seed")
+                if (v := opt(f"agentbench_{k}")) is not None},
+    }
+    ab = AgentbenchConfig(taskpacks=taskpacks, suites=sorted(set(suites)), variant=variant,
+                          attempts=attempts,
+                          quarantine=opt("agentbench_quarantine") or ini("agentbench_quarantine")
+                          or "run", out=out.resolve(), options=options)
+    loaded = discover(taskpacks, ab.suites)
+    for problem in loaded.problems:
+        if problem.path.name != "task.yaml":
+            raise ValueError(str(problem))  # a missing suite or taskpacks dir: nothing to run
+        ab.problems_by_path.setdefault(problem.path.resolve(), []).append(problem)
+    for task in loaded.tasks:
+        ab.tasks_by_path[task.path.resolve()] = task
+    return ab
+
+
+def _default_worksteal(config: pytest.Config) -> None:
+    """Task durations vary wildly: steal work unless the user chose a distribution mode."""
+    if not config.pluginmanager.hasplugin("xdist") or not config.getoption("numprocesses", None):
+        return
+    args = config.invocation_params.args
+    if not any(a == "-d" or a.startswith("--dist") for a in args):
+        config.option.dist = "worksteal"
+
+
+def _ensure_image(ab: AgentbenchConfig) -> dict[str, Any]:
+    if ab.options["sandbox"] != "docker":
+        return {"name": "local", "id": None, "digest": None}
+    from pytest_agentbench.sandbox.image import DEFAULT_IMAGE, ImageBuildError, ensure_image
+
+    name = ab.options["image"] or DEFAULT_IMAGE
+    try:
+        if ab.options["image"]:
+            from pytest_agentbench.sandbox.image import inspect_image
+
+            found = inspect_image(name)
+            if not found:
+                raise pytest.UsageError(f"--agentbench-image {name}: no such image")
+            return {"name": name, "id": found["id"], "digest": found["digest"]}
+        info = ensure_image(name=name)
+    except ImageBuildError as exc:
+        raise pytest.UsageError(f"runner image: {exc}") from None
+    except FileNotFoundError:
+        raise pytest.UsageError("docker CLI not found; run scripts/ensure-docker") from None
+    return {"name": info.name, "id": info.image_id, "digest": info.digest}
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    ab = config.stash.get(AB_KEY, None)
+    if ab is None or not collection_path.is_file():
+        return None
+    inside = ab.taskpacks in collection_path.parents
+    return True if inside and collection_path.name != "task.yaml" else None
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    ab = parent.config.stash.get(AB_KEY, None)
+    if ab is None or file_path.name != "task.yaml":
+        return None
+    resolved = file_path.resolve()
+    if resolved in ab.tasks_by_path or resolved in ab.problems_by_path:
+        return TaskFile.from_parent(parent, path=file_path)
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    ab = config.stash.get(AB_KEY, None)
+    if ab is None:
+        return
+    keep, drop = [], []
+    done = set(ab.state.done) if ab.state else set()
+    for item in items:
+        marker = item.get_closest_marker("agentbench_quarantine")
+        loaded = getattr(item, "loaded", None)
+        if loaded is not None and f"{loaded.id}#{item.attempt_index}" in done:  # type: ignore[attr-defined]
+            drop.append(item)
+            continue
+        if ab.quarantine == "only" and marker is None:
+            drop.append(item)
+            continue
+        if marker is not None:
+            reason = f"quarantined: {marker.kwargs.get('reason', '')}"
+            if ab.quarantine == "skip":
+                item.add_marker(pytest.mark.skip(reason=reason))
+            elif ab.quarantine == "run":
+                item.add_marker(pytest.mark.xfail(reason=reason, strict=False))
+        keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    record = getattr(item, "agentbench_record", None)
+    if record is None or getattr(item, "_agentbench_attached", False):
+        return report
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        if hasattr(report, "wasxfail"):
+            outcome = "xfailed" if report.skipped else "xpassed"
+        elif report.when == "setup":
+            outcome = "skipped" if report.skipped else "error"
+        else:
+            outcome = report.outcome
+        record["pytest_outcome"] = outcome
+        report.agentbench = record  # type: ignore[attr-defined]
+        item._agentbench_attached = True  # type: ignore[attr-defined]
+    return report
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    config = _CONFIG.get("config")
+    if config is None or is_worker(config):
+        return
+    ab = config.stash.get(AB_KEY, None)
+    if ab is None or ab.state is None:
+        return
+    record = getattr(report, "agentbench", None)
+    if record is None and report.failed and report.when == "???":
+        record = crash_record(ab, report)
+    if record is not None:
+        record_attempt(ab.state, record)
+        ab.recorded += 1
+        outcome = record.get("pytest_outcome") or "error"
+        ab.outcomes[outcome] = ab.outcomes.get(outcome, 0) + 1
+
+
+_CONFIG: dict[str, pytest.Config] = {}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _CONFIG["config"] = session.config
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    ab = session.config.stash.get(AB_KEY, None)
+    if ab is None or ab.state is None or is_worker(session.config):
+        return
+    merge_events(ab.state)
+    if ab.options["sandbox"] == "docker":
+        from pytest_agentbench.sandbox.docker import sweep_run
+
+        sweep_run(ab.state.run_id)
+    try:
+        from pytest_agentbench.reporting.summary import write_summary
+
+        write_summary(ab.state.path)
+    except Exception as exc:  # noqa: BLE001 - a report bug must not lose the run
+        (ab.state.path / "report_error.txt").write_text(f"{type(exc).__name__}: {exc}\n")
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    ab = config.stash.get(AB_KEY, None)
+    if ab is None or ab.state is None or is_worker(config):
+        return
+    counts = ", ".join(f"{n} {k}" for k, n in sorted(ab.outcomes.items())) or "none"
+    terminalreporter.write_sep("-", "agentbench")
+    terminalreporter.write_line(f"run {ab.state.run_id} ({ab.variant.name}): "
+                                f"{ab.recorded} attempts recorded ({counts})")
+    terminalreporter.write_line(f"run dir: {ab.state.run_dir}")
+
+
+class _XdistController:
+    def __init__(self, ab: AgentbenchConfig) -> None:
+        self.ab = ab
+
+    def pytest_configure_node(self, node: Any) -> None:
+        assert self.ab.state is not None
+        node.workerinput["agentbench_state"] = self.ab.state.to_wire()
+        node.workerinput["agentbench_image"] = self.ab.image
+
+
+

@@ -1,0 +1,254 @@
+"""Paired comparison of two runs (A = baseline, B = variant) over the same tasks.
+
+Pairing: attempts are joined on (task_id, attempt_index), so attempt i of a task in A is paired
+with attempt i of the same task in B. Before any number is computed the invariants are checked
+(spec §10, improvement 9 of the second list): same task id set, same task commit, image, limits
+(budgets and timeouts) per task, same harness version. A mismatch is refused with a message that
+lists what differs, unless that field is allowed (`allow_mismatch`); missing tasks or attempts
+are refused unless `missing="skip"`.
+
+Exclusion rule, applied in this order and each counted in the report:
+1. a task is dropped if it is invalid (blame "task") or flaky in either run, on any attempt;
+2. a pair is dropped if either attempt is quarantined;
+3. a pair is dropped if either attempt ended in an infra error (SANDBOX_ERROR, LLM_ERROR), unless
+   `infra_as_failure`, in which case such an attempt counts as a failure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from pytest_agentbench.reporting import stats
+from pytest_agentbench.reporting.load import ReportError, Run
+
+SCHEMA_VERSION = 1
+CHECKED_FIELDS = ("task_commit", "image", "limits", "harness_version")
+MISMATCH_FIELDS = frozenset(CHECKED_FIELDS)
+Method = Literal["mcnemar", "bootstrap"]
+Missing = Literal["skip", "fail"]
+_EXAMPLES = 5
+
+
+class PairingError(ReportError):
+    """The runs cannot be paired as they are; `problems` lists every difference found."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        text = "\n".join(f"  - {p}" for p in problems)
+        hint = ("(pass --allow-mismatch FIELD to accept a field's difference, "
+                "--missing skip to drop unpaired tasks)")
+        super().__init__(f"refusing to pair these runs:\n{text}\n{hint}")
+
+
+@dataclass
+class Pairing:
+    """The joined pairs (one row per paired attempt) and the bookkeeping of how they were made."""
+
+    pairs: pd.DataFrame  # task_id, attempt_index, suite, a_passed, b_passed
+    info: dict[str, Any]
+    exclusions: dict[str, Any]
+
+
+@dataclass
+class PairedReport:
+    data: dict[str, Any]
+    pairs: pd.DataFrame
+    distribution: np.ndarray  # bootstrap replicates of B - A
+
+
+def _per_task_values(df: pd.DataFrame, column: str) -> dict[str, tuple[str, ...]]:
+    uniq = df[["task_id", column]].drop_duplicates()
+    out: dict[str, list[str]] = {}
+    for task, value in zip(uniq["task_id"], uniq[column], strict=True):
+        out.setdefault(task, []).append(str(value))
+    return {t: tuple(sorted(v)) for t, v in out.items()}
+
+
+def _show(values: tuple[str, ...]) -> str:
+    text = ",".join(values) or "(none)"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _field_differences(a: Run, b: Run, common: set[str], column: str) -> list[str]:
+    """Tasks (sorted) whose value of `column` differs between the runs, with a description."""
+    av = _per_task_values(a.attempts, column)
+    bv = _per_task_values(b.attempts, column)
+    return [f"{t} (A={_show(av.get(t, ()))}, B={_show(bv.get(t, ()))})"
+            for t in sorted(common) if av.get(t) != bv.get(t)]
+
+
+def _listing(items: list[str]) -> str:
+    shown = ", ".join(items[:_EXAMPLES])
+    return shown + (f", ... ({len(items) - _EXAMPLES} more)" if len(items) > _EXAMPLES else "")
+
+
+def pair_runs(
+    a: Run,
+    b: Run,
+    missing: Missing = "fail",
+    allow_mismatch: Iterable[str] = (),
+    infra_as_failure: bool = False,
+) -> Pairing:
+    """Check the invariants, join the attempts and apply the exclusion rule."""
+    allowed = set(allow_mismatch)
+    unknown = allowed - MISMATCH_FIELDS
+    if unknown:
+        raise ReportError(f"--allow-mismatch: unknown field(s) {sorted(unknown)}; "
+                          f"choose from {sorted(MISMATCH_FIELDS)}")
+    if missing not in ("skip", "fail"):
+        raise ReportError(f"missing must be 'skip' or 'fail', got {missing!r}")
+    da, db = a.attempts, b.attempts
+    if da.empty or db.empty:
+        raise ReportError("a run has no attempts: nothing to pair "
+                          f"(A: {len(da)} attempts, B: {len(db)} attempts)")
+    ta, tb = set(da["task_id"]), set(db["task_id"])
+    common = ta & tb
+    problems: list[str] = []
+    only_a, only_b = sorted(ta - tb), sorted(tb - ta)
+    if missing == "fail":
+        if only_a:
+            problems.append(f"tasks: {len(only_a)} task(s) only in A: {_listing(only_a)}")
+        if only_b:
+            problems.append(f"tasks: {len(only_b)} task(s) only in B: {_listing(only_b)}")
+    allowed_diffs: dict[str, int] = {}
+    for column in CHECKED_FIELDS:
+        if column == "harness_version":
+            hv_a, hv_b = a.harness_version, b.harness_version
+            if hv_a != hv_b:
+                if column in allowed:
+                    allowed_diffs[column] = len(common)
+                else:
+                    problems.append(f"harness_version: A={hv_a!r}, B={hv_b!r}")
+            continue
+        diffs = _field_differences(a, b, common, column)
+        if diffs and column in allowed:
+            allowed_diffs[column] = len(diffs)
+        elif diffs:
+            problems.append(f"{column}: differs for {len(diffs)} task(s): {_listing(diffs)}")
+    keys = ["task_id", "attempt_index"]
+    cols = keys + ["suite", "passed", "task_invalid", "is_quarantined", "infra"]
+    merged = da[da["task_id"].isin(common)][cols].merge(
+        db[db["task_id"].isin(common)][cols], on=keys, how="outer", suffixes=("_a", "_b"),
+        indicator=True,
+    )
+    unpaired = merged[merged["_merge"] != "both"]
+    if len(unpaired) and missing == "fail":
+        items = [f"{t}#{i} (only in {'A' if m == 'left_only' else 'B'})" for t, i, m in
+                 zip(unpaired["task_id"], unpaired["attempt_index"], unpaired["_merge"],
+                     strict=True)]
+        problems.append(f"attempts: {len(items)} attempt(s) without a partner: {_listing(items)}")
+    if problems:
+        raise PairingError(problems)
+    pairs = merged[merged["_merge"] == "both"]
+    info = {
+        "tasks_a": len(ta), "tasks_b": len(tb), "common_tasks": len(common),
+        "missing_policy": missing, "only_in_a": only_a, "only_in_b": only_b,
+        "unpaired_attempts": len(unpaired), "allowed_mismatches": allowed_diffs,
+    }
+    return _exclude(pairs, info, infra_as_failure)
+
+
+def _exclude(pairs: pd.DataFrame, info: dict[str, Any], infra_as_failure: bool) -> Pairing:
+    bad_rows = pairs["task_invalid_a"].astype(bool) | pairs["task_invalid_b"].astype(bool)
+    bad_tasks = set(pairs.loc[bad_rows, "task_id"])
+    invalid = pairs["task_id"].isin(bad_tasks)
+    quarantined = ~invalid & (pairs["is_quarantined_a"].astype(bool)
+                              | pairs["is_quarantined_b"].astype(bool))
+    infra_any = pairs["infra_a"].astype(bool) | pairs["infra_b"].astype(bool)
+    infra = ~invalid & ~quarantined & infra_any
+    keep = ~invalid & ~quarantined
+    if not infra_as_failure:
+        keep &= ~infra
+    kept = pairs[keep]
+    a_pass = kept["passed_a"].astype(bool) & ~kept["infra_a"].astype(bool)
+    b_pass = kept["passed_b"].astype(bool) & ~kept["infra_b"].astype(bool)
+    out = pd.DataFrame({
+        "task_id": kept["task_id"].to_numpy(), "attempt_index": kept["attempt_index"].to_numpy(),
+        "suite": kept["suite_a"].to_numpy(), "a_passed": a_pass.to_numpy(),
+        "b_passed": b_pass.to_numpy(),
+    }).sort_values(["task_id", "attempt_index"], ignore_index=True)
+    exclusions = {
+        "rule": ("tasks invalid or flaky in either run are dropped; then pairs with a "
+                 "quarantined attempt; then pairs with an infra error "
+                 + ("(counted as failures instead)" if infra_as_failure else "")).strip(),
+        "invalid_or_flaky_tasks": len(bad_tasks),
+        "invalid_or_flaky_pairs": int(invalid.sum()),
+        "quarantined_pairs": int(quarantined.sum()),
+        "infra_pairs": int(infra.sum()),
+        "infra_counted_as_failure": infra_as_failure,
+    }
+    return Pairing(pairs=out, info=info, exclusions=exclusions)
+
+
+def _outcome(pairs: pd.DataFrame) -> pd.Series:
+    a, b = pairs["a_passed"], pairs["b_passed"]
+    return pd.Series(np.select([a & b, a & ~b, ~a & b], ["both_pass", "a_only", "b_only"],
+                               default="both_fail"), index=pairs.index)
+
+
+def compare(
+    a: Run,
+    b: Run,
+    method: Method = "mcnemar",
+    missing: Missing = "fail",
+    allow_mismatch: Iterable[str] = (),
+    seed: int = 0,
+    resamples: int = 10_000,
+    alpha: float = 0.05,
+    infra_as_failure: bool = False,
+) -> PairedReport:
+    """The paired report. Both McNemar and the bootstrap are computed; `method` names the
+    primary test, whose result decides `significant`."""
+    if method not in ("mcnemar", "bootstrap"):
+        raise ReportError(f"method must be 'mcnemar' or 'bootstrap', got {method!r}")
+    if resamples < 1:
+        raise ReportError("resamples must be at least 1")
+    pairing = pair_runs(a, b, missing, allow_mismatch, infra_as_failure)
+    pairs = pairing.pairs.assign(outcome=lambda p: _outcome(p))
+    counts = pairs["outcome"].value_counts()
+    table = {k: int(counts.get(k, 0)) for k in ("both_pass", "a_only", "b_only", "both_fail")}
+    n = len(pairs)
+    mc = stats.mcnemar_test(table["a_only"], table["b_only"])
+    diff = (pairs["b_passed"].astype(int) - pairs["a_passed"].astype(int))
+    per_task = diff.groupby(pairs["task_id"]).agg(["sum", "size"])
+    dist = stats.bootstrap_distribution(per_task["sum"], per_task["size"], resamples, seed)
+    ci_low, ci_high = stats.percentile_interval(dist, 1 - alpha)
+    rate_a = float(pairs["a_passed"].mean()) if n else math.nan
+    rate_b = float(pairs["b_passed"].mean()) if n else math.nan
+    significant = (mc.pvalue < alpha if method == "mcnemar"
+                   else bool(n) and not (ci_low <= 0.0 <= ci_high))
+    data: dict[str, Any] = {
+        "schema": "agentbench.paired",
+        "schema_version": SCHEMA_VERSION,
+        "run_a": _run_info(a), "run_b": _run_info(b),
+        "method": method, "alpha": alpha,
+        "pairing": {"join": "task_id, attempt_index", **pairing.info},
+        "exclusions": pairing.exclusions,
+        "pairs": n, "tasks": int(per_task.shape[0]),
+        "table": table,
+        "pass_rate_a": _num(rate_a), "pass_rate_b": _num(rate_b),
+        "difference": _num(rate_b - rate_a),
+        "mcnemar": {"test": mc.test, "exact": mc.exact, "discordant": mc.b + mc.c,
+                    "statistic": mc.statistic, "pvalue": mc.pvalue},
+        "bootstrap": {"estimate": _num(rate_b - rate_a), "ci_low": _num(ci_low),
+                      "ci_high": _num(ci_high), "confidence": 1 - alpha,
+                      "resamples": resamples, "seed": seed, "unit": "task",
+                      "interval": "percentile"},
+        "significant": bool(significant),
+    }
+    return PairedReport(data=data, pairs=pairs, distribution=dist)
+
+
+def _run_info(run: Run) -> dict[str, Any]:
+    return {"run_id": run.run_id, "variant": run.variant, "path": str(run.path),
+            "harness_version": run.harness_version}
+
+
+def _num(x: float) -> float | None:
+    return None if x is None or math.isnan(x) else float(x)

@@ -1,0 +1,251 @@
+"""Markdown, CSV and JSON renderings of the summary, paired and gate reports (see SCHEMA.md).
+
+Everything from the records (task ids, signatures, reasons) is untrusted agent or task output:
+markdown cells are escaped so that it cannot break a table or inject HTML.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pytest_agentbench.reporting.gate import GateResult
+from pytest_agentbench.reporting.paired import PairedReport
+from pytest_agentbench.reporting.summary import RunSummary
+
+FORMATS = ("md", "csv", "json")
+PAIR_COLUMNS = ["task_id", "attempt_index", "suite", "a_passed", "b_passed", "outcome"]
+GATE_COLUMNS = [
+    "baseline_run_id", "candidate_run_id", "regression", "exit_code", "max_drop", "margin",
+    "alpha", "observed_drop", "drop_upper_bound", "pairs", "tasks", "pass_rate_a", "pass_rate_b",
+    "mcnemar_test", "mcnemar_pvalue", "bootstrap_ci_low", "bootstrap_ci_high", "seed",
+    "resamples",
+]
+_MD_ROWS = 30
+
+
+def json_safe(value: Any) -> Any:
+    """Plain JSON types: numpy scalars unwrapped, NaN and infinities as null."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def to_json(data: dict[str, Any]) -> str:
+    return json.dumps(json_safe(data), indent=2, allow_nan=False) + "\n"
+
+
+def cell(value: Any) -> str:
+    """One escaped markdown table cell."""
+    if value is None:
+        return "—"
+    text = str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = text.replace("|", "\\|").replace("`", "\\`").replace("\r", " ").replace("\n", " ")
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def para(value: Any) -> str:
+    """Escaped markdown paragraph text (no truncation)."""
+    text = str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("`", "\\`")
+
+
+def pct(value: float | None) -> str:
+    return "—" if value is None or (isinstance(value, float) and math.isnan(value)) \
+        else f"{value * 100:.1f}%"
+
+
+def num(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None else f"{value:,.{digits}f}"
+
+
+def table(headers: list[str], rows: list[list[Any]], limit: int | None = _MD_ROWS) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    shown = rows if limit is None else rows[:limit]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in shown]
+    if limit is not None and len(rows) > limit:
+        lines.append(f"\n_{len(rows) - limit} more row(s) in the JSON and CSV forms._")
+    return "\n".join(lines)
+
+
+def _interval(row: dict[str, Any]) -> str:
+    if row.get("ci_low") is None:
+        return "—"
+    return f"[{pct(row['ci_low'])}, {pct(row['ci_high'])}]"
+
+
+def summary_markdown(summary: RunSummary) -> str:
+    d = summary.data
+    run, c, pr, usage = d["run"], d["counts"], d["pass_rate"], d["usage"]
+    out = [f"# Run summary: {cell(run['run_id'])}", "",
+           f"Variant **{cell(run['variant'])}**, harness {cell(run['harness_version'])}, "
+           f"started {cell(run['started_at'])}, run dir `{cell(run['path'])}`.", "",
+           "## Pass rate", "",
+           f"**{pct(pr['rate'])}** ({pr['passed']}/{pr['scored']} scored attempts), "
+           f"Wilson 95% CI {_interval(pr)}.", "",
+           "Scored = valid, non-flaky, non-quarantined attempts; infra errors are "
+           + ("counted as failures." if d["rules"]["infra_errors"] != "excluded"
+              else "excluded and reported below."), ""]
+    cats = c["tasks_by_category"]
+    reasons = ", ".join(f"{k}: {v}" for k, v in c["invalid_by_reason"].items())
+    infra = ", ".join(f"{k}: {v}" for k, v in c["infra_by_reason"].items())
+    out += ["## Attempts by category", "", table(["category", "attempts", "tasks", "detail"], [
+        ["scored (valid)", c["valid"], cats.get("scored", 0), ""],
+        ["invalid task", c["invalid"], cats.get("invalid", 0), reasons],
+        ["flaky baseline", c["flaky"], cats.get("flaky", 0), ""],
+        ["quarantined", c["quarantined"], cats.get("quarantined", 0), ""],
+        ["infra error", c["infra_errors"], cats.get("infra", 0), infra],
+    ]), ""]
+    out += ["## By suite", "", table(
+        ["suite", "scored", "passed", "pass rate", "95% CI", "invalid", "flaky", "quarantined",
+         "infra"],
+        [[s["suite"], s["scored"], s["passed"], pct(s["rate"]), _interval(s), s["invalid"],
+          s["flaky"], s["quarantined"], s["infra_errors"]] for s in d["suites"]], None), ""]
+    dist_rows = [[name, x["count"], num(x["median"]), num(x["p25"]), num(x["p75"]),
+                  num(x["max"])]
+                 for name, x in (("time to pass (s)", d["time_to_pass_sec"]),
+                                 ("steps to pass", d["steps_to_pass"]))]
+    out += ["## Time and steps to pass", "",
+            table(["metric", "passes", "median", "p25", "p75", "max"], dist_rows), ""]
+    out += ["## Tokens and cost", "", table(["measure", "value"], [
+        ["total tokens (all attempts)", f"{usage['total_tokens']:,}"],
+        ["cost USD (all attempts)", f"{usage['cost_usd']:.4f}"],
+        ["attempts with a known cost", usage["cost_known_attempts"]],
+        ["tokens per pass", num(usage["tokens_per_pass"], 0)],
+        ["cost per pass (pass@cost, USD)", num(usage["cost_per_pass_usd"], 4)],
+    ]), ""]
+    if d["pass_at_k"]:
+        out += ["## pass@k (unbiased estimator)", "", table(
+            ["k", "pass@k", "tasks with ≥ k attempts"],
+            [[r["k"], pct(r["value"]), r["tasks"]] for r in d["pass_at_k"]], None), ""]
+    tax = d["taxonomy"]
+    out += ["## Failure taxonomy", "", table(
+        ["suite", "reason", "blame", "attempts"],
+        [[r["suite"], r["reason"], r["blame"], r["count"]] for r in tax["by_suite"]]), "",
+        "By task:", "", table(["task", "suite", "reason", "attempts"],
+                              [[r["task_id"], r["suite"], r["reason"], r["count"]]
+                               for r in tax["by_task"]]), ""]
+    out += ["## Hardest tasks", "", table(
+        ["task", "suite", "attempts", "passed", "pass rate", "top reason", "artifacts"],
+        [[r["task_id"], r["suite"], r["attempts"], r["passed"], pct(r["rate"]),
+          r["top_reason"], r["task_dir"]] for r in d["hardest_tasks"]]), ""]
+    out += ["## Most common failure signatures", "", table(
+        ["attempts", "tasks", "top reason", "signature", "examples"],
+        [[r["count"], r["tasks"], r["top_reason"], r["signature"], ", ".join(r["examples"])]
+         for r in d["failure_signatures"]]), ""]
+    if d["warnings"]:
+        out += ["## Warnings", ""] + [f"- {cell(w)}" for w in d["warnings"]] + [""]
+    return "\n".join(out)
+
+
+def summary_csv(summary: RunSummary) -> str:
+    buf = io.StringIO()
+    summary.tables["scopes"].to_csv(buf, index=False, lineterminator="\n", float_format="%.10g")
+    return buf.getvalue()
+
+
+def render_summary(summary: RunSummary, fmt: str) -> str:
+    if fmt == "md":
+        return summary_markdown(summary)
+    if fmt == "csv":
+        return summary_csv(summary)
+    if fmt == "json":
+        return to_json(summary.data)
+    raise ValueError(f"unknown format {fmt!r}")
+
+
+def paired_markdown(data: dict[str, Any], heading: str = "#") -> str:
+    a, b, t = data["run_a"], data["run_b"], data["table"]
+    pi, ex, mc, bs = data["pairing"], data["exclusions"], data["mcnemar"], data["bootstrap"]
+    allowed = ", ".join(f"{k} ({v} tasks)" for k, v in pi["allowed_mismatches"].items())
+    out = [f"{heading} Paired comparison: A = {cell(a['variant'])} vs B = {cell(b['variant'])}",
+           "", f"A: `{cell(a['run_id'])}`; B: `{cell(b['run_id'])}`.", "",
+           f"Pairs joined on ({pi['join']}): **{data['pairs']} pairs over {data['tasks']} "
+           f"tasks**. Tasks: A {pi['tasks_a']}, B {pi['tasks_b']}, common {pi['common_tasks']}; "
+           f"missing policy `{pi['missing_policy']}` (only in A: {len(pi['only_in_a'])}, only "
+           f"in B: {len(pi['only_in_b'])}, unpaired attempts dropped: "
+           f"{pi['unpaired_attempts']}). Mismatches allowed: {cell(allowed or 'none')}.", "",
+           f"Exclusions ({cell(ex['rule'])}): {ex['invalid_or_flaky_tasks']} invalid or flaky "
+           f"task(s) ({ex['invalid_or_flaky_pairs']} pairs), {ex['quarantined_pairs']} "
+           f"quarantined pair(s), {ex['infra_pairs']} infra-error pair(s).", "",
+           table(["", "B passed", "B failed"], [["A passed", t["both_pass"], t["a_only"]],
+                                                ["A failed", t["b_only"], t["both_fail"]]]), "",
+           f"Pass rate A {pct(data['pass_rate_a'])}, B {pct(data['pass_rate_b'])}; "
+           f"difference B − A = **{_signed_pts(data['difference'])}**.", "",
+           f"- McNemar ({mc['test']}, {mc['discordant']} discordant pairs): statistic "
+           f"{mc['statistic']:.4g}, **p = {mc['pvalue']:.6g}**.",
+           f"- Paired bootstrap over tasks ({bs['interval']}, {bs['resamples']} resamples, seed "
+           f"{bs['seed']}): {bs['confidence'] * 100:.0f}% CI for B − A "
+           f"[{_signed_pts(bs['ci_low'])}, {_signed_pts(bs['ci_high'])}].",
+           f"- Primary method: {data['method']}; at alpha = {data['alpha']} the difference is "
+           f"**{'significant' if data['significant'] else 'not significant'}**.", ""]
+    return "\n".join(out)
+
+
+def _signed_pts(x: float | None) -> str:
+    return "—" if x is None else f"{x * 100:+.1f} pts"
+
+
+def paired_csv(report: PairedReport) -> str:
+    buf = io.StringIO()
+    report.pairs[PAIR_COLUMNS].to_csv(buf, index=False, lineterminator="\n")
+    return buf.getvalue()
+
+
+def render_paired(report: PairedReport, fmt: str) -> str:
+    if fmt == "md":
+        return paired_markdown(report.data)
+    if fmt == "csv":
+        return paired_csv(report)
+    if fmt == "json":
+        return to_json(report.data)
+    raise ValueError(f"unknown format {fmt!r}")
+
+
+def gate_row(data: dict[str, Any]) -> dict[str, Any]:
+    p = data["paired"]
+    return {
+        "baseline_run_id": data["baseline"]["run_id"],
+        "candidate_run_id": data["candidate"]["run_id"],
+        "regression": data["regression"], "exit_code": data["exit_code"],
+        "max_drop": data["max_drop"], "margin": data["margin"], "alpha": data["alpha"],
+        "observed_drop": data["observed_drop"], "drop_upper_bound": data["drop_upper_bound"],
+        "pairs": p["pairs"], "tasks": p["tasks"], "pass_rate_a": p["pass_rate_a"],
+        "pass_rate_b": p["pass_rate_b"], "mcnemar_test": p["mcnemar"]["test"],
+        "mcnemar_pvalue": p["mcnemar"]["pvalue"], "bootstrap_ci_low": p["bootstrap"]["ci_low"],
+        "bootstrap_ci_high": p["bootstrap"]["ci_high"], "seed": p["bootstrap"]["seed"],
+        "resamples": p["bootstrap"]["resamples"],
+    }
+
+
+def render_gate(result: GateResult, fmt: str) -> str:
+    data = result.data
+    if fmt == "json":
+        return to_json(data)
+    if fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, GATE_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerow({k: ("" if v is None else v) for k, v in json_safe(gate_row(data)).items()})
+        return buf.getvalue()
+    if fmt == "md":
+        head = "REGRESSION" if data["regression"] else "OK"
+        return "\n".join([f"# Regression gate: {head}", "", para(data["verdict"]), "",
+                          paired_markdown(data["paired"], heading="##")])
+    raise ValueError(f"unknown format {fmt!r}")
+
+
+def frame_to_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    return [json_safe(r) for r in frame.to_dict("records")]

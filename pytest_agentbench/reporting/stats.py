@@ -1,0 +1,188 @@
+"""The statistics behind the reports, kept small and checked against independent references.
+
+- `wilson_interval`: equals statsmodels' `proportion_confint(method="wilson")` (same formula, same
+  clipping to [0, 1]) without importing scipy, so the summary stays fast.
+- `mcnemar_test`: statsmodels' `mcnemar`, exact binomial when the discordant pairs are few.
+- `pass_at_k`: the unbiased estimator 1 - C(n-c, k) / C(n, k) (Chen et al., 2021), exact.
+- `paired_bootstrap`: percentile bootstrap over tasks for the difference in pass rate B - A.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from statistics import NormalDist
+
+import numpy as np
+import numpy.typing as npt
+
+EXACT_MCNEMAR_BELOW = 25  # discordant pairs b + c below this: exact binomial test
+
+
+def wilson_interval(successes: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
+    """Two-sided (1 - alpha) Wilson score interval; (nan, nan) when n == 0."""
+    if n <= 0:
+        return (math.nan, math.nan)
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes must be in [0, {n}], got {successes}")
+    crit = NormalDist().inv_cdf(1 - alpha / 2)
+    crit2 = crit**2
+    q = successes / n
+    denom = 1 + crit2 / n
+    center = (q + crit2 / (2 * n)) / denom
+    dist = crit * math.sqrt(q * (1.0 - q) / n + crit2 / (4.0 * n**2)) / denom
+    return (min(max(center - dist, 0.0), 1.0), min(max(center + dist, 0.0), 1.0))
+
+
+def wilson_arrays(
+    successes: npt.ArrayLike, n: npt.ArrayLike, alpha: float = 0.05
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Vectorised `wilson_interval` (nan where n == 0)."""
+    s = np.asarray(successes, dtype=np.float64)
+    nn = np.asarray(n, dtype=np.float64)
+    crit = NormalDist().inv_cdf(1 - alpha / 2)
+    crit2 = crit**2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = s / nn
+        denom = 1 + crit2 / nn
+        center = (q + crit2 / (2 * nn)) / denom
+        dist = crit * np.sqrt(q * (1.0 - q) / nn + crit2 / (4.0 * nn**2)) / denom
+    return np.clip(center - dist, 0.0, 1.0), np.clip(center + dist, 0.0, 1.0)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k for one task with n attempts of which c passed: 1 - C(n-c,k)/C(n,k)."""
+    if not 0 <= c <= n:
+        raise ValueError(f"need 0 <= c <= n, got c={c}, n={n}")
+    if not 1 <= k <= n:
+        raise ValueError(f"need 1 <= k <= n, got k={k}, n={n}")
+    if n - c < k:
+        return 1.0
+    return float(1 - Fraction(math.comb(n - c, k), math.comb(n, k)))
+
+
+def mean_pass_at_k(ns: Sequence[int], cs: Sequence[int], k: int) -> tuple[float, int]:
+    """Mean pass@k over the tasks with at least k attempts, and how many tasks that was."""
+    cache: dict[tuple[int, int], float] = {}
+    total = 0.0
+    count = 0
+    for n, c in zip(ns, cs, strict=True):
+        if n < k:
+            continue
+        key = (int(n), int(c))
+        if key not in cache:
+            cache[key] = pass_at_k(key[0], key[1], k)
+        total += cache[key]
+        count += 1
+    return (total / count if count else math.nan, count)
+
+
+@dataclass(frozen=True)
+class McNemarResult:
+    b: int  # A passed, B failed
+    c: int  # A failed, B passed
+    exact: bool
+    statistic: float
+    pvalue: float
+
+    @property
+    def test(self) -> str:
+        if self.exact:
+            return "exact binomial (two-sided)"
+        return "chi-square with continuity correction"
+
+
+def mcnemar_test(b: int, c: int, exact_below: int = EXACT_MCNEMAR_BELOW) -> McNemarResult:
+    """McNemar's test on the discordant counts: exact when b + c < exact_below.
+
+    With no discordant pair there is no evidence of a difference: p = 1.0 (statsmodels' exact
+    form gives that too; its chi-square form would divide by zero).
+    """
+    exact = b + c < exact_below
+    if b + c == 0:
+        return McNemarResult(b, c, exact, 0.0, 1.0)
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    res = mcnemar([[0, b], [c, 0]], exact=exact, correction=True)
+    return McNemarResult(b, c, exact, float(res.statistic), min(1.0, float(res.pvalue)))
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    estimate: float  # observed difference B - A
+    ci_low: float
+    ci_high: float
+    confidence: float
+    resamples: int
+    seed: int
+
+
+def bootstrap_distribution(
+    diff_sums: npt.ArrayLike, weights: npt.ArrayLike, resamples: int, seed: int
+) -> npt.NDArray[np.float64]:
+    """Bootstrap replicates of sum(diff) / sum(weight), resampling tasks with replacement.
+
+    Each task contributes `diff_sums[t]` (sum over its pairs of B - A, each 0/1) and
+    `weights[t]` (its number of pairs). Tasks are discrete, so resampling T tasks uniformly
+    with replacement is the same, in distribution, as a multinomial draw of T over the distinct
+    (diff, weight) task types with their observed frequencies: that draw costs O(resamples x
+    types) instead of O(resamples x T) and makes 100k tasks cheap. Seeded, hence reproducible.
+    """
+    d = np.asarray(diff_sums, dtype=np.int64)
+    w = np.asarray(weights, dtype=np.int64)
+    if d.shape != w.shape or d.ndim != 1:
+        raise ValueError("diff_sums and weights must be 1-d arrays of equal length")
+    if len(d) == 0:
+        return np.full(resamples, np.nan)
+    types, counts = np.unique(np.stack([d, w], axis=1), axis=0, return_counts=True)
+    rng = np.random.default_rng(seed)
+    draws = rng.multinomial(len(d), counts / counts.sum(), size=resamples)
+    num = draws @ types[:, 0].astype(np.float64)
+    den = draws @ types[:, 1].astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(num / den, dtype=np.float64)
+
+
+def paired_bootstrap(
+    diff_sums: npt.ArrayLike,
+    weights: npt.ArrayLike,
+    resamples: int = 10_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> BootstrapResult:
+    """Percentile bootstrap CI for the pass-rate difference B - A over tasks."""
+    d = np.asarray(diff_sums, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    estimate = float(d.sum() / w.sum()) if w.sum() > 0 else math.nan
+    dist = bootstrap_distribution(diff_sums, weights, resamples, seed)
+    low, high = percentile_interval(dist, confidence)
+    return BootstrapResult(estimate, low, high, confidence, resamples, seed)
+
+
+def percentile_interval(dist: npt.NDArray[np.float64], confidence: float) -> tuple[float, float]:
+    """Two-sided percentile interval of bootstrap replicates; (nan, nan) if there are none."""
+    if len(dist) == 0 or np.isnan(dist).any():
+        return (math.nan, math.nan)
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(dist, [tail, 1 - tail])
+    return (float(low), float(high))
+
+
+def one_sided_upper(dist: npt.NDArray[np.float64], confidence: float) -> float:
+    """Upper bound of a one-sided percentile interval at `confidence`."""
+    if len(dist) == 0 or np.isnan(dist).any():
+        return math.nan
+    return float(np.quantile(dist, confidence))
+
+
+def describe(values: npt.ArrayLike) -> dict[str, float | int | None]:
+    """count, median, p25, p75, max (None when empty)."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[~np.isnan(v)]
+    if len(v) == 0:
+        return {"count": 0, "median": None, "p25": None, "p75": None, "max": None}
+    p25, med, p75 = np.percentile(v, [25, 50, 75])
+    return {"count": int(len(v)), "median": float(med), "p25": float(p25), "p75": float(p75),
+            "max": float(v.max())}

@@ -1,0 +1,259 @@
+"""Bare mirror cache and fast, self-contained checkouts of pinned commits.
+
+Layout under the cache root (default ``~/.cache/agentbench/git``, env ``AGENTBENCH_GIT_CACHE``)::
+
+    <key>.git/             bare mirror of one URL (key = sha256(normalized url)[:16])
+    <key>.git/origin.txt   the URL it mirrors, credentials redacted
+    <key>.lock             flock: shared to read, exclusive to create/fetch/repair
+    <key>.snapshots/<sha>/ pack of one commit's history, copied into workspaces
+
+The URL (which may carry credentials) is never written into the mirror's git config: every
+fetch is given the caller's URL explicitly.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+import uuid
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_agentbench.repos import snapshots, workspace
+from pytest_agentbench.repos.gitcmd import GitFailed, RepoError, redact, run_git
+from pytest_agentbench.repos.locks import file_lock
+from pytest_agentbench.repos.sources import mirror_key
+
+CACHE_ENV = "AGENTBENCH_GIT_CACHE"
+_SHA = re.compile(r"^[0-9a-fA-F]{4,64}$")
+_PIN_PREFIX = "refs/agentbench/pins/"
+
+
+@dataclass
+class Checkout:
+    """A prepared workspace: ``commit`` is the full sha; ``fetched`` says whether the network
+    (or the source path) was touched, i.e. the mirror was cloned or fetched."""
+
+    path: Path
+    commit: str
+    mirror: Path
+    fetched: bool
+    seconds: float
+
+
+class _MirrorCorrupt(Exception):
+    """git failed on the mirror itself; the cure is to re-clone it (once)."""
+
+
+def default_root() -> Path:
+    env = os.environ.get(CACHE_ENV)
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "agentbench" / "git"
+
+
+class MirrorCache:
+    """One bare mirror per repository URL, safe to share between processes."""
+
+    def __init__(
+        self, root: Path | None = None, git_timeout: float = 300.0, snapshot_keep: int = 16
+    ) -> None:
+        self.root = Path(root).expanduser() if root is not None else default_root()
+        self.git_timeout = git_timeout
+        self.lock_timeout = 3 * git_timeout  # a holder runs a few git commands at most
+        self.snapshot_keep = snapshot_keep
+
+    # ----------------------------------------------------------------- public API
+
+    def mirror_for(self, url: str, refresh: bool = False) -> Path:
+        """Create the mirror for ``url`` if needed (repairing a corrupt one); returns its path.
+
+        Existing mirrors are only fetched with ``refresh=True``: normally fetching is left
+        to :meth:`ensure_commit`, which does it only when a pinned commit is missing.
+        """
+        mirror = self._mirror_path(url)
+        with self._lock(url, shared=False):
+            for attempt in (0, 1):
+                try:
+                    fetched = self._create_if_missing(url, mirror)
+                    self._check_usable(mirror)
+                    if refresh and not fetched:
+                        self._fetch_refs(url, mirror)
+                    return mirror
+                except _MirrorCorrupt as exc:
+                    self._give_up_or_remove(url, mirror, attempt, exc)
+        raise AssertionError("unreachable")
+
+    def ensure_commit(self, url: str, commit: str) -> tuple[Path, bool]:
+        """Make sure ``commit`` is in the mirror; returns (mirror path, fetched?)."""
+        mirror, fetched, _ = self._ensure(url, commit)
+        return mirror, fetched
+
+    def checkout(self, url: str, commit: str, dest: Path, owner_uid: int | None = None) -> Checkout:
+        """Fresh workspace at ``dest``: detached HEAD at ``commit``, clean status, no
+        alternates, holding only that commit's history; owned by ``owner_uid`` when root,
+        otherwise group/other-writable."""
+        started = time.monotonic()
+        dest = Path(dest).absolute()
+        workspace.prepare_dest(dest)
+        mirror, fetched, full = self._ensure(url, commit)
+        try:
+            self._populate(url, mirror, full, dest)
+            workspace.checkout_detached(dest, full, self.git_timeout)
+            workspace.hand_over(dest, owner_uid, self.git_timeout)
+        except RepoError as exc:
+            workspace.clear_dir(dest)
+            raise RepoError(f"cannot check out {full[:12]} into {dest}: {exc}") from None
+        return Checkout(dest, full, mirror, fetched, time.monotonic() - started)
+
+    # ----------------------------------------------------------------- commits
+
+    def _ensure(self, url: str, commit: str) -> tuple[Path, bool, str]:
+        """(mirror, fetched?, full sha). Fast path under a shared lock, fetch under exclusive."""
+        if not _SHA.match(commit):
+            raise RepoError(f"{commit!r} is not a commit sha (expected 4-64 hex digits)")
+        commit = commit.lower()
+        mirror = self._mirror_path(url)
+        with self._lock(url, shared=True):
+            full = self._try_resolve(mirror, commit) if mirror.is_dir() else None
+        if full:
+            return mirror, False, full
+        with self._lock(url, shared=False):
+            for attempt in (0, 1):
+                try:
+                    fetched, full = self._fetch_commit(url, mirror, commit)
+                    return mirror, fetched, full
+                except _MirrorCorrupt as exc:
+                    self._give_up_or_remove(url, mirror, attempt, exc)
+        raise AssertionError("unreachable")
+
+    def _fetch_commit(self, url: str, mirror: Path, commit: str) -> tuple[bool, str]:
+        """Under the exclusive lock: clone/fetch until ``commit`` is present."""
+        fetched = self._create_if_missing(url, mirror)
+        full = self._resolve(mirror, commit)
+        if full is None and not fetched:
+            self._fetch_refs(url, mirror)
+            fetched = True
+            full = self._resolve(mirror, commit)
+        if full is None and len(commit) in (40, 64):
+            fetched = self._fetch_sha(url, mirror, commit) or fetched
+            full = self._resolve(mirror, commit)
+        if full is None:
+            raise RepoError(f"commit {commit} not found in {redact(url)} (after fetch)")
+        return fetched, full
+
+    def _resolve(self, mirror: Path, commit: str) -> str | None:
+        """Full sha of ``commit`` in the mirror, None when missing (or ambiguous)."""
+        try:
+            out = self._git(mirror, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}")
+        except GitFailed as exc:
+            if exc.returncode == 1:
+                return None
+            raise _MirrorCorrupt(exc.summary) from None
+        return out.strip()
+
+    def _try_resolve(self, mirror: Path, commit: str) -> str | None:
+        try:
+            return self._resolve(mirror, commit)
+        except _MirrorCorrupt:
+            return None  # repaired under the exclusive lock
+
+    # ----------------------------------------------------------------- mirror upkeep
+
+    def _create_if_missing(self, url: str, mirror: Path) -> bool:
+        """Clone into a temp dir beside the mirror, then rename: never a half mirror."""
+        if mirror.is_dir():
+            return False
+        for stale in self.root.glob(f"{mirror.name}.tmp-*"):
+            shutil.rmtree(stale, ignore_errors=True)  # a crashed clone; we hold the lock
+        tmp = mirror.with_name(f"{mirror.name}.tmp-{uuid.uuid4().hex[:8]}")
+        try:
+            run_git(["init", "-q", "--bare", "--template=", str(tmp)], timeout=self.git_timeout)
+            # Never auto-gc: objects of a pinned commit must survive upstream force-pushes.
+            self._git(tmp, "config", "gc.auto", "0")
+            (tmp / "origin.txt").write_text(redact(url.strip()) + "\n")
+            self._fetch_refs(url, tmp)
+            os.rename(tmp, mirror)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return True
+
+    def _fetch_refs(self, url: str, mirror: Path) -> None:
+        """Fetch every ref (no pruning: refs we already hold keep their commits alive)."""
+        try:
+            self._git(mirror, "fetch", "-q", "--no-write-fetch-head", url, "+refs/*:refs/*")
+        except GitFailed as exc:
+            self._check_usable(mirror)
+            raise RepoError(f"cannot reach {redact(url)}: {exc.summary}") from None
+
+    def _fetch_sha(self, url: str, mirror: Path, sha: str) -> bool:
+        """Ask for the sha itself (servers that allow it); pin it with a ref. False if refused."""
+        try:
+            self._git(
+                mirror, "fetch", "-q", "--no-write-fetch-head", url, f"{sha}:{_PIN_PREFIX}{sha}"
+            )
+        except GitFailed:
+            self._check_usable(mirror)
+            return False
+        return True
+
+    def _check_usable(self, mirror: Path) -> None:
+        """Raise _MirrorCorrupt when git cannot even read the mirror."""
+        try:
+            self._git(mirror, "rev-parse", "--verify", "--quiet", "HEAD^{tree}")
+        except GitFailed as exc:
+            if exc.returncode != 1:  # 1 = unborn HEAD, which a mirror may well have
+                raise _MirrorCorrupt(exc.summary) from None
+
+    def _give_up_or_remove(self, url: str, mirror: Path, attempt: int, exc: Exception) -> None:
+        if attempt:
+            raise RepoError(
+                f"git mirror {mirror} of {redact(url)} is unusable even after re-cloning: {exc}"
+            ) from None
+        shutil.rmtree(mirror, ignore_errors=True)
+        shutil.rmtree(self._snapshots_root(url), ignore_errors=True)
+
+    # ----------------------------------------------------------------- workspaces
+
+    def _populate(self, url: str, mirror: Path, full: str, dest: Path) -> None:
+        """git init ``dest`` and copy in the commit's snapshot pack (building it if needed)."""
+        snap = self._snapshots_root(url) / full
+        with self._lock(url, shared=True):
+            packs = snapshots.snapshot_packs(snap)
+            if packs:
+                snapshots.touch(snap)
+                workspace.init_repo(dest, packs, self.git_timeout)
+                return
+        with self._lock(url, shared=False):
+            if not snapshots.snapshot_packs(snap):
+                self._build_snapshot(url, mirror, full, snap)
+            workspace.init_repo(dest, snapshots.snapshot_packs(snap), self.git_timeout)
+
+    def _build_snapshot(self, url: str, mirror: Path, full: str, snap: Path) -> None:
+        """Under the exclusive lock. pack-objects failing means a broken mirror: re-clone once."""
+        for attempt in (0, 1):
+            try:
+                shutil.rmtree(snap, ignore_errors=True)
+                snapshots.build_snapshot(mirror, full, snap, self.git_timeout)
+                snapshots.evict(snap.parent, self.snapshot_keep)
+                return
+            except GitFailed as exc:
+                self._give_up_or_remove(url, mirror, attempt, exc)
+                self._fetch_commit(url, mirror, full)
+
+    # ----------------------------------------------------------------- helpers
+
+    def _mirror_path(self, url: str) -> Path:
+        return self.root / f"{mirror_key(url)}.git"
+
+    def _snapshots_root(self, url: str) -> Path:
+        return self.root / f"{mirror_key(url)}.snapshots"
+
+    def _lock(self, url: str, *, shared: bool) -> AbstractContextManager[None]:
+        return file_lock(
+            self.root / f"{mirror_key(url)}.lock", shared=shared, timeout=self.lock_timeout
+        )
+
+    def _git(self, git_dir: Path, *args: str) -> str:
+        return run_git([f"--git-dir={git_dir}", *args], timeout=self.git_timeout)

@@ -1,0 +1,466 @@
+"""The Docker sandbox: one hardened, long-lived container per sandbox; commands run by `docker exec`.
+
+Policy (spec §6, improvement 5): non-root user, no capabilities, no-new-privileges, pids/cpu/memory
+limits without swap, read-only root with tmpfs /tmp and home, no network unless the spec asks for
+it, nothing from the host but the workspace, the env dir, an optional pip cache and an optional CA
+bundle (read-only). PID 1 is docker-init reaping zombies around `sleep <lifetime>`, a dead-man's
+switch. Containers are labelled `agentbench=1` plus the spec's labels, registered for removal
+before they start, and removed at close, at interpreter exit, by `sweep` and by `gc`.
+
+docker-py's exec has no timeout, so every command runs under the WRAPPER below (`timeout -k 2`,
+then every process of the command is killed, so background jobs never outlive it) and the host
+waits at most `timeout + HOST_GRACE_SEC` before killing the command's processes itself.
+"""
+
+from __future__ import annotations
+
+import atexit
+import math
+import os
+import posixpath
+import secrets
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import docker
+import requests
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.types import Mount
+
+from pytest_agentbench.core.ports import ExecResult, SandboxError, SandboxSpec
+from pytest_agentbench.core.workspace import HostFiles
+from pytest_agentbench.sandbox.local import (
+    CAPTURE_CAP, DETERMINISTIC_ENV, FACTS_SCRIPT, FULL_CAPTURE_CAP, KILL_GRACE_SEC,
+    OutputBuffer, build_result, parse_facts, redact_env,
+)
+
+BASE_LABEL = "agentbench"
+HOME = "/home/runner"
+CA_PATH = "/etc/ssl/certs/ca-certificates.crt"
+MARKER_VAR = "AGENTBENCH_EXEC_ID"
+HOST_GRACE_SEC = 5.0
+TMPFS = {
+    "/tmp": "rw,exec,nosuid,nodev,size=512m,mode=1777",
+    "/dev/shm": "rw,noexec,nosuid,nodev,size=64m,mode=1777",
+}
+DockerErrors = (DockerException, requests.RequestException, OSError)
+
+# reap SIG: send SIG to every process whose environment carries this exec's marker ($MARK).
+REAP = r"""reap() {
+  local d p v e
+  for d in /proc/[0-9]*; do
+    p=${d#/proc/}; [ "$p" = "$$" ] && continue
+    mapfile -d '' -t e 2>/dev/null < "$d/environ" || continue
+    for v in "${e[@]}"; do
+      [ "$v" = "AGENTBENCH_EXEC_ID=$MARK" ] && { kill -"$1" "$p" 2>/dev/null; break; }
+    done
+  done
+}
+"""
+# oomc: $o := the cgroup's oom_kill counter (v1 memory.oom_control or v2 memory.events).
+OOM_COUNT = r"""oomc() {
+  local f k v; o=
+  for f in /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events; do
+    [ -r "$f" ] || continue
+    while read -r k v; do [ "$k" = oom_kill ] && o=$v; done < "$f"
+    break
+  done
+}
+"""
+# $1 = budget in seconds, $2 = the command. Job control gives the command its own process group
+# without ignoring SIGINT (as plain `&` would); the last stderr line is a trailer for the host.
+WRAPPER = (
+    "exec 3>&2 2>/dev/null\nMARK=$AGENTBENCH_EXEC_ID\n" + REAP + OOM_COUNT + r"""oomc; o0=$o
+set -m
+timeout -k 2 "$1" bash -c "$2" 2>&3 3>&- & t=$!
+wait "$t"; rc=$?
+kill -KILL -- "-$t"
+reap STOP; reap STOP; reap KILL; reap KILL
+oomc
+printf '\n\036agentbench-end:%s %s %s %s\n' "$MARK" "$rc" "$o0" "$o" >&3
+exit "$rc"
+""")
+KILL_SCRIPT = REAP + "reap STOP; reap STOP; reap KILL; reap KILL; exit 0\n"
+
+_LIVE: dict[str, docker.DockerClient] = {}
+_LIVE_LOCK = threading.Lock()
+_atexit_registered = False
+
+
+def docker_host() -> str:
+    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+
+
+def _register(container_id: str, client: docker.DockerClient) -> None:
+    global _atexit_registered
+    with _LIVE_LOCK:
+        _LIVE[container_id] = client
+        if not _atexit_registered:
+            atexit.register(remove_live_containers)
+            _atexit_registered = True
+
+
+def _unregister(container_id: str) -> None:
+    with _LIVE_LOCK:
+        _LIVE.pop(container_id, None)
+
+
+def remove_live_containers() -> int:
+    """Remove every container this process created and has not removed yet (atexit)."""
+    with _LIVE_LOCK:
+        live = list(_LIVE.items())
+        _LIVE.clear()
+    for container_id, client in live:
+        try:
+            client.api.remove_container(container_id, force=True, v=True)
+        except DockerErrors:
+            pass
+    return len(live)
+
+
+def sandbox_user() -> tuple[int, int]:
+    """1000:1000 when the harness is root; otherwise the host user, so the mounts are writable."""
+    if not hasattr(os, "geteuid") or os.geteuid() == 0:
+        return 1000, 1000
+    return os.getuid(), os.getgid()
+
+
+def _chown_tree(root: Path, uid: int, gid: int) -> None:
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in [".", *dirnames, *filenames]:
+            path = os.path.join(dirpath, name)
+            if os.lstat(path).st_uid != uid:
+                os.lchown(path, uid, gid)
+
+
+def create_args(spec: SandboxSpec, uid: int, gid: int, ipc_mode: str) -> dict[str, Any]:
+    """The keyword arguments for `containers.create` that implement the sandbox policy."""
+    env = {"HOME": HOME, **DETERMINISTIC_ENV}
+    mounts = [Mount(spec.workdir, str(spec.workspace), type="bind"),
+              Mount("/env", str(spec.env_dir), type="bind")]
+    if spec.pip_cache is not None:
+        mounts.append(Mount(f"{HOME}/.cache/pip", str(spec.pip_cache), type="bind"))
+    if spec.ca_bundle is not None:
+        mounts.append(Mount(CA_PATH, str(spec.ca_bundle), type="bind", read_only=True))
+        env.update(SSL_CERT_FILE=CA_PATH, REQUESTS_CA_BUNDLE=CA_PATH, PIP_CERT=CA_PATH,
+                   GIT_SSL_CAINFO=CA_PATH)
+    env.update(spec.env)
+    mem = f"{spec.mem_limit_mb}m"
+    return {
+        "image": spec.image, "command": ["sleep", str(math.ceil(spec.lifetime_sec))],
+        "init": True, "hostname": "sandbox", "user": f"{uid}:{gid}", "working_dir": spec.workdir,
+        "environment": env, "labels": {**spec.labels, BASE_LABEL: "1"},
+        "cap_drop": ["ALL"], "security_opt": ["no-new-privileges"], "privileged": False,
+        "read_only": True, "mounts": mounts,
+        "tmpfs": {**TMPFS, HOME: f"rw,exec,nosuid,nodev,size=256m,uid={uid},gid={gid},mode=0700"},
+        "ipc_mode": ipc_mode, "pids_limit": spec.pids_limit,
+        "nano_cpus": int(spec.cpu_limit * 1e9), "mem_limit": mem, "memswap_limit": mem,
+        "network_mode": "bridge" if spec.network else "none", "auto_remove": False,
+    }
+
+
+def sanitized(args: Mapping[str, Any], spec: SandboxSpec) -> dict[str, Any]:
+    """Create arguments for the record: host paths become their roles, secrets are redacted."""
+    roles = {str(spec.workspace): "<workspace>", str(spec.env_dir): "<env_dir>",
+             str(spec.pip_cache): "<pip_cache>", str(spec.ca_bundle): "<ca_bundle>"}
+    out = {k: v for k, v in args.items() if k not in ("mounts", "environment")}
+    out["environment"] = redact_env(args["environment"])
+    out["mounts"] = [{"target": m["Target"], "source": roles.get(m["Source"], "<host>"),
+                      "read_only": bool(m.get("ReadOnly"))} for m in args["mounts"]]
+    return out
+
+
+class _Reader(threading.Thread):
+    """Drains a demultiplexed exec stream into two buffers."""
+
+    def __init__(self, stream: Iterator[tuple[bytes | None, bytes | None]],
+                 out: OutputBuffer, err: OutputBuffer) -> None:
+        super().__init__(daemon=True)
+        self.stream, self.out, self.err = stream, out, err
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            for chunk_out, chunk_err in self.stream:
+                if chunk_out:
+                    self.out.append(chunk_out)
+                if chunk_err:
+                    self.err.append(chunk_err)
+        except Exception as exc:  # noqa: BLE001 - reported by exec()
+            self.error = exc
+
+
+class DockerSandbox:
+    def __init__(self, factory: DockerSandboxFactory, container_id: str, spec: SandboxSpec,
+                 args: dict[str, Any], image: dict[str, Any]) -> None:
+        self.spec = spec
+        self.container_id = container_id
+        self.uid, self.gid = int(args["user"].split(":")[0]), int(args["user"].split(":")[1])
+        self.files = HostFiles(spec.workspace, owner_uid=self.uid if os.geteuid() == 0 else None)
+        self._factory = factory
+        self._api = factory.client.api
+        self._args = args
+        self._image = image
+        self._os_facts: dict[str, str] | None = None
+        self._broken: str | None = None
+        self.closed = False
+
+    # -- exec ---------------------------------------------------------------------------------
+    def exec(
+        self, command: str, *, timeout_sec: float, env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> ExecResult:
+        self._check_usable()
+        mark = secrets.token_hex(8)
+        budget = max(float(timeout_sec), 0.001)
+        argv = ["bash", "-c", WRAPPER, "agentbench", f"{budget:.3f}", command]
+        workdir = posixpath.join(self.spec.workdir, cwd) if cwd else self.spec.workdir
+        cap = FULL_CAPTURE_CAP if self.spec.full_logs else CAPTURE_CAP
+        out, err = OutputBuffer(cap), OutputBuffer(cap)
+        start = time.monotonic()
+        try:
+            exec_id = self._api.exec_create(
+                self.container_id, argv, user=self._args["user"], workdir=workdir,
+                environment={**(env or {}), MARKER_VAR: mark})["Id"]
+            stream = self._api.exec_start(exec_id, stream=True, demux=True)
+        except DockerErrors as exc:
+            raise self._failure("cannot start a command", exc) from exc
+        reader = _Reader(stream, out, err)
+        reader.start()
+        reader.join(budget + HOST_GRACE_SEC)
+        overran = reader.is_alive()
+        if overran:
+            self._kill_exec(mark)
+            reader.join(KILL_GRACE_SEC + 1)
+            if reader.is_alive():
+                stream.close()  # type: ignore[attr-defined]
+                reader.join(1.0)
+        elif reader.error is not None:
+            raise self._failure("lost the command's output stream", reader.error)
+        elapsed = time.monotonic() - start
+        trailer = err.pop_trailer(b"\n\x1eagentbench-end:" + mark.encode() + b" ")
+        if trailer is None and not overran:
+            self._kill_exec(mark)  # the wrapper died early: its leftovers may still run
+        exit_code, oom = self._outcome(exec_id, trailer, overran)
+        timed_out = overran or (exit_code in (124, 137) and elapsed >= budget)
+        return build_result(exit_code, out, err, int(elapsed * 1000), timed_out=timed_out,
+                            oom_killed=oom and not timed_out, full_logs=self.spec.full_logs)
+
+    def _outcome(self, exec_id: str, trailer: bytes | None, overran: bool) -> tuple[int, bool]:
+        """Exit code and OOM flag, from the wrapper's trailer or else from exec_inspect."""
+        if trailer is not None:
+            fields = trailer.decode().rstrip("\n").split(" ")[1:]
+            if len(fields) == 3 and fields[0].isdigit():
+                rc, before, after = fields
+                oom = before.isdigit() and after.isdigit() and int(after) > int(before)
+                return int(rc), oom
+        code = None
+        try:
+            for _ in range(20):
+                info = self._api.exec_inspect(exec_id)
+                code = info.get("ExitCode")
+                if not info.get("Running"):
+                    break
+                time.sleep(0.05)
+        except DockerErrors:
+            pass
+        return (137 if overran or code is None else int(code)), False
+
+    def _kill_exec(self, mark: str) -> None:
+        """The command overran the host deadline: kill its processes, else the whole sandbox."""
+        try:
+            kill_id = self._api.exec_create(self.container_id, ["bash", "-c", KILL_SCRIPT],
+                                            user=self._args["user"], environment={"MARK": mark})
+            self._api.exec_start(kill_id["Id"])
+            if self._api.exec_inspect(kill_id["Id"]).get("ExitCode") == 0:
+                return
+            problem: object = "the kill command failed"
+        except DockerErrors as exc:
+            problem = exc
+        self._broken = f"a command overran its deadline and could not be stopped ({problem})"
+        try:
+            self._api.kill(self.container_id)
+        except DockerErrors:
+            pass
+        raise SandboxError(f"{self._broken}; the sandbox was killed")
+
+    def _check_usable(self) -> None:
+        if self.closed:
+            raise SandboxError("sandbox is closed")
+        if self._broken:
+            raise SandboxError(f"sandbox is unusable: {self._broken}")
+
+    def _failure(self, what: str, exc: BaseException) -> SandboxError:
+        try:
+            state = self._api.inspect_container(self.container_id)["State"]
+        except DockerErrors:
+            return SandboxError(f"{what}: {exc} (the container is gone)")
+        if not state.get("Running"):
+            self._broken = (f"container exited (status {state.get('Status')}, exit code "
+                            f"{state.get('ExitCode')}, OOMKilled={state.get('OOMKilled')}; "
+                            f"lifetime_sec={self.spec.lifetime_sec})")
+            return SandboxError(f"{what}: {self._broken}")
+        return SandboxError(f"{what}: {exc}")
+
+    # -- facts and lifecycle --------------------------------------------------------------------
+    def facts(self) -> dict[str, Any]:
+        if self._os_facts is None:
+            self._os_facts = parse_facts(self.exec(FACTS_SCRIPT, timeout_sec=60).stdout)
+        return {
+            "sandbox": "docker", "isolation": "container", "image": self.spec.image,
+            "image_id": self._image.get("id"), "repo_digest": self._image.get("digest"),
+            "container_id": self.container_id, "engine": self._factory.engine_facts(),
+            "create_args": sanitized(self._args, self.spec), "os": dict(self._os_facts),
+        }
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self._factory.forget(self.container_id)
+        try:
+            self._api.remove_container(self.container_id, force=True, v=True)
+        except NotFound:
+            pass
+        except DockerErrors as exc:
+            raise SandboxError(f"could not remove container {self.container_id[:12]}: {exc}") from exc
+        _unregister(self.container_id)
+
+    def __enter__(self) -> DockerSandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class DockerSandboxFactory:
+    """Opens DockerSandboxes on one engine (docker.from_env() unless a client is given)."""
+
+    def __init__(self, client: docker.DockerClient | None = None) -> None:
+        self._client = client
+        self._checked = False
+        self._ipc_mode = "none"
+        self._engine: dict[str, Any] | None = None
+        self._open: dict[str, DockerSandbox] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def client(self) -> docker.DockerClient:
+        if not self._checked:
+            try:
+                if self._client is None:
+                    self._client = docker.from_env()
+                self._client.ping()
+            except DockerErrors as exc:
+                raise SandboxError(f"Docker daemon not reachable: {docker_host()} ({exc})") from exc
+            self._checked = True
+        assert self._client is not None
+        return self._client
+
+    def engine_facts(self) -> dict[str, Any]:
+        if self._engine is None:
+            version = self.client.version()
+            self._engine = {"host": docker_host(), "version": version.get("Version"),
+                            "api_version": version.get("ApiVersion"), "os": version.get("Os"),
+                            "kernel": version.get("KernelVersion"), "ipc_mode": self._ipc_mode}
+        return dict(self._engine)
+
+    def open(self, spec: SandboxSpec) -> DockerSandbox:
+        client = self.client
+        uid, gid = sandbox_user()
+        self._prepare_dirs(spec, uid, gid)
+        image = self._image_facts(spec.image)
+        args = create_args(spec, uid, gid, self._ipc_mode)
+        container_id = self._create(args)
+        _register(container_id, client)  # before start: Ctrl-C from here on leaves nothing behind
+        sandbox = DockerSandbox(self, container_id, spec, args, image)
+        with self._lock:
+            self._open[container_id] = sandbox
+        try:
+            client.api.start(container_id)
+        except DockerErrors as exc:
+            sandbox.close()
+            raise SandboxError(f"cannot start the sandbox container: {exc}") from exc
+        return sandbox
+
+    def _create(self, args: dict[str, Any]) -> str:
+        try:
+            return str(self.client.containers.create(**args).id)
+        except APIError as exc:
+            if args["ipc_mode"] != "none" or "ipc" not in str(exc).lower():
+                raise SandboxError(f"cannot create the sandbox container: {exc}") from exc
+        self._ipc_mode = args["ipc_mode"] = "private"  # engines without --ipc=none
+        return self._create(args)
+
+    def _image_facts(self, image: str) -> dict[str, Any]:
+        try:
+            data = self.client.api.inspect_image(image)
+        except ImageNotFound as exc:
+            raise SandboxError(f"image {image} not found; build it with `agentbench doctor` "
+                               "(or pytest_agentbench.sandbox.image.ensure_image())") from exc
+        except DockerErrors as exc:
+            raise SandboxError(f"cannot inspect image {image}: {exc}") from exc
+        digests = data.get("RepoDigests") or []
+        return {"id": data.get("Id"), "digest": digests[0] if digests else None}
+
+    @staticmethod
+    def _prepare_dirs(spec: SandboxSpec, uid: int, gid: int) -> None:
+        if not spec.workspace.is_dir():
+            raise SandboxError(f"workspace {spec.workspace} is not a directory")
+        if spec.ca_bundle is not None and not spec.ca_bundle.is_file():
+            raise SandboxError(f"CA bundle {spec.ca_bundle} is not a file")
+        writable = [spec.workspace, spec.env_dir] + ([spec.pip_cache] if spec.pip_cache else [])
+        for path in writable:
+            path.mkdir(parents=True, exist_ok=True)
+            if hasattr(os, "geteuid") and os.geteuid() == 0:
+                _chown_tree(path, uid, gid)
+
+    def forget(self, container_id: str) -> None:
+        with self._lock:
+            self._open.pop(container_id, None)
+
+    def close_all(self) -> None:
+        with self._lock:
+            sandboxes = list(self._open.values())
+        for sandbox in sandboxes:
+            sandbox.close()
+
+    def sweep(self, labels: Mapping[str, str]) -> int:
+        """Remove every container (any state) carrying all these labels."""
+        return self._remove(self._list({**labels}))
+
+    def gc(self, older_than_sec: float | None = None) -> int:
+        """Remove agentbench containers (label agentbench=1), optionally only the older ones."""
+        found = self._list({})
+        if older_than_sec is not None:
+            cutoff = time.time() - older_than_sec
+            found = [c for c in found if c.get("Created", 0) <= cutoff]
+        return self._remove(found)
+
+    def _list(self, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+        wanted = [f"{k}={v}" for k, v in sorted({**labels, BASE_LABEL: "1"}.items())]
+        try:
+            return list(self.client.api.containers(all=True, filters={"label": wanted}))
+        except DockerErrors as exc:
+            raise SandboxError(f"cannot list containers: {exc}") from exc
+
+    def _remove(self, containers: list[dict[str, Any]]) -> int:
+        removed = 0
+        for info in containers:
+            container_id = info["Id"]
+            with self._lock:
+                sandbox = self._open.pop(container_id, None)
+            if sandbox is not None:
+                sandbox.closed = True
+            try:
+                self.client.api.remove_container(container_id, force=True, v=True)
+                removed += 1
+            except NotFound:
+                pass
+            except DockerErrors as exc:
+                raise SandboxError(f"cannot remove {container_id[:12]}: {exc}") from exc
+            _unregister(container_id)
+        return removed

@@ -1,0 +1,300 @@
+"""An unisolated sandbox: commands run as host subprocesses in the workspace directory.
+
+For fast tests of the core and for machines without Docker; never the default. Nothing is
+enforced but the time budget: no network isolation, no resource limits, same user as the harness.
+The output capture, truncation and environment defaults shared with the Docker sandbox live here
+(importing them does not import docker-py).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from pytest_agentbench.core.output import decode, truncate
+from pytest_agentbench.core.ports import ExecResult, SandboxError, SandboxSpec
+from pytest_agentbench.core.workspace import HostFiles
+
+#: The deterministic runtime envelope of every command (spec improvement 3).
+DETERMINISTIC_ENV: dict[str, str] = {
+    "PYTHONHASHSEED": "0",
+    "TZ": "UTC",
+    "LC_ALL": "C.UTF-8",
+    "LANG": "C.UTF-8",
+    "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
+}
+KILL_GRACE_SEC = 2.0  # SIGTERM first, SIGKILL this much later (`timeout -k 2`)
+CAPTURE_CAP = 4 * 1024 * 1024  # bytes kept at each end of a stream when only a summary is wanted
+FULL_CAPTURE_CAP = 64 * 1024 * 1024  # ... and when full logs were asked for
+FACTS_SCRIPT = "; ".join(
+    f"echo '@@{key}'; {cmd} 2>&1"
+    for key, cmd in [
+        ("uname", "uname -a"), ("python", "python -VV"), ("pip", "python -m pip --version"),
+        ("pytest", "python -m pytest --version"), ("git", "git --version"),
+    ]
+)
+
+
+class OutputBuffer:
+    """Collects one stream: all of it up to `cap` bytes, then a rolling tail of `cap` bytes.
+
+    Lines and bytes are counted over everything, so the totals stay right when the middle of a
+    runaway stream is dropped (truncation would drop it anyway).
+    """
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.head = bytearray()
+        self.tail: deque[bytes] = deque()
+        self.tail_size = 0
+        self.total_bytes = 0
+        self.newlines = 0
+        self.last_byte = b""
+        self.dropped = 0
+
+    def append(self, data: bytes) -> None:
+        if not data:
+            return
+        self.total_bytes += len(data)
+        self.newlines += data.count(b"\n")
+        self.last_byte = data[-1:]
+        room = self.cap - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail.append(data)
+            self.tail_size += len(data)
+            while self.tail_size - len(self.tail[0]) >= self.cap:
+                self.dropped += len(self.tail[0])
+                self.tail_size -= len(self.tail.popleft())
+
+    def data(self) -> bytes:
+        tail = b"".join(self.tail)
+        if self.dropped:
+            tail = tail[-self.cap:]
+            marker = f"\n[... agentbench: {self.dropped} bytes not captured ...]\n"
+            return bytes(self.head) + marker.encode() + tail
+        return bytes(self.head) + tail
+
+    def total_lines(self) -> int:
+        if not self.total_bytes:
+            return 0
+        return self.newlines + (0 if self.last_byte == b"\n" else 1)
+
+    def pop_trailer(self, prefix: bytes) -> bytes | None:
+        """Remove and return the final `prefix...` line if the stream ends with one."""
+        tail = b"".join(self.tail)
+        end = (bytes(self.head[-512:]) + tail)[-512:]
+        at = end.rfind(prefix)
+        if at < 0 or not end.endswith(b"\n") or b"\n" in end[at + len(prefix):-1]:
+            return None
+        trailer = end[at:]
+        cut = len(trailer)
+        if len(tail) >= cut:
+            tail = tail[: len(tail) - cut]
+        else:
+            del self.head[len(self.head) - (cut - len(tail)):]
+            tail = b""
+        self.tail = deque([tail]) if tail else deque()
+        self.tail_size = len(tail)
+        self.total_bytes -= cut
+        self.newlines -= trailer.count(b"\n")
+        self.last_byte = (tail or bytes(self.head[-1:]))[-1:]
+        return trailer
+
+
+def build_result(
+    exit_code: int, out: OutputBuffer, err: OutputBuffer, duration_ms: int, *,
+    timed_out: bool, oom_killed: bool, full_logs: bool,
+) -> ExecResult:
+    """Apply the truncation policy to both streams and fill the ExecResult flags."""
+    out_text, err_text = decode(out.data()), decode(err.data())
+    out_t, err_t = truncate(out_text), truncate(err_text)
+    kept = out_t if out_t.truncated or not err_t.truncated else err_t
+    return ExecResult(
+        exit_code=exit_code, stdout=out_t.text, stderr=err_t.text, duration_ms=duration_ms,
+        timed_out=timed_out, oom_killed=oom_killed,
+        stdout_truncated=out_t.truncated, stderr_truncated=err_t.truncated,
+        stdout_total_lines=out.total_lines(), stderr_total_lines=err.total_lines(),
+        kept_head_lines=kept.kept_head_lines, kept_tail_lines=kept.kept_tail_lines,
+        full_stdout=out_text if full_logs else None,
+        full_stderr=err_text if full_logs else None,
+    )
+
+
+def parse_facts(text: str) -> dict[str, str]:
+    """Split the output of FACTS_SCRIPT into {key: first line of output}."""
+    facts: dict[str, str] = {}
+    key = None
+    for line in text.splitlines():
+        if line.startswith("@@"):
+            key = line[2:]
+            facts[key] = ""
+        elif key is not None and not facts[key]:
+            facts[key] = line.strip()
+    return facts
+
+
+def secret_like(key: str) -> bool:
+    upper = key.upper()
+    return any(word in upper for word in ("TOKEN", "SECRET", "PASSWORD", "KEY", "AUTH"))
+
+
+def redact_env(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: ("***" if secret_like(k) else v) for k, v in sorted(env.items())}
+
+
+def pump(stream: IO[bytes], sink: OutputBuffer) -> None:
+    for chunk in iter(lambda: stream.read1(65536), b""):  # type: ignore[attr-defined]
+        sink.append(chunk)
+
+
+def start_threads(targets: Iterable[Callable[[], None]]) -> list[threading.Thread]:
+    threads = [threading.Thread(target=t, daemon=True) for t in targets]
+    for thread in threads:
+        thread.start()
+    return threads
+
+
+class LocalSandbox:
+    """Runs each command as `bash -c` in its own process group under the workspace."""
+
+    def __init__(self, spec: SandboxSpec) -> None:
+        self.spec = spec
+        self.files = HostFiles(spec.workspace, owner_uid=None)
+        self.closed = False
+        self._facts: dict[str, str] | None = None
+        spec.env_dir.mkdir(parents=True, exist_ok=True)
+
+    def environment(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        env_bin = self.spec.env_dir / "bin"
+        env = {
+            "PATH": f"{env_bin}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
+            "HOME": os.environ.get("HOME", str(self.spec.workspace)),
+            "PYTHONUSERBASE": str(self.spec.env_dir),
+            **DETERMINISTIC_ENV, **self.spec.env, **(extra or {}),
+        }
+        if self.spec.ca_bundle is not None:
+            ca = str(self.spec.ca_bundle)
+            env.update(SSL_CERT_FILE=ca, REQUESTS_CA_BUNDLE=ca, PIP_CERT=ca, GIT_SSL_CAINFO=ca)
+        return env
+
+    def host_cwd(self, cwd: str | None) -> Path:
+        if cwd is None:
+            return self.spec.workspace
+        workdir = self.spec.workdir.rstrip("/")
+        if cwd == workdir or cwd.startswith(workdir + "/"):
+            cwd = cwd[len(workdir):].lstrip("/") or "."
+        return self.spec.workspace / cwd
+
+    def exec(
+        self, command: str, *, timeout_sec: float, env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> ExecResult:
+        if self.closed:
+            raise SandboxError("sandbox is closed")
+        cap = FULL_CAPTURE_CAP if self.spec.full_logs else CAPTURE_CAP
+        out, err = OutputBuffer(cap), OutputBuffer(cap)
+        start = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                ["bash", "-c", command], cwd=self.host_cwd(cwd), env=self.environment(env),
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise SandboxError(f"cannot start bash: {exc}") from exc
+        assert proc.stdout is not None and proc.stderr is not None
+        readers = start_threads([lambda: pump(proc.stdout, out),  # type: ignore[arg-type]
+                                 lambda: pump(proc.stderr, err)])  # type: ignore[arg-type]
+        timed_out = False
+        try:
+            exit_code = proc.wait(timeout=max(timeout_sec, 0.001))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            exit_code = self._terminate(proc)
+        finally:
+            _killpg(proc.pid, signal.SIGKILL)  # leftovers: background jobs of the command
+        for reader in readers:
+            reader.join(timeout=KILL_GRACE_SEC)
+        duration_ms = int((time.monotonic() - start) * 1000)
+        if exit_code < 0:
+            exit_code = 128 - exit_code
+        return build_result(exit_code, out, err, duration_ms, timed_out=timed_out,
+                            oom_killed=False, full_logs=self.spec.full_logs)
+
+    @staticmethod
+    def _terminate(proc: subprocess.Popen[bytes]) -> int:
+        """`timeout -k` semantics: TERM the group, KILL it after the grace; 124 or 137."""
+        _killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=KILL_GRACE_SEC)
+            return 124
+        except subprocess.TimeoutExpired:
+            _killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return 137
+
+    def facts(self) -> dict[str, Any]:
+        if self._facts is None:
+            result = self.exec(FACTS_SCRIPT, timeout_sec=60)
+            self._facts = parse_facts(result.stdout)
+        return {
+            "sandbox": "local", "isolation": "none", "host": platform.node(),
+            "workdir": str(self.spec.workspace), "env": redact_env(self.spec.env),
+            "enforced": {"network": False, "cpu": False, "memory": False, "pids": False},
+            "os": dict(self._facts),
+        }
+
+    def close(self) -> None:
+        self.closed = True
+
+    def __enter__(self) -> LocalSandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _killpg(pgid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class LocalSandboxFactory:
+    """Opens LocalSandboxes; `sweep` only forgets them (there is nothing to remove)."""
+
+    def __init__(self) -> None:
+        self._open: list[LocalSandbox] = []
+
+    def open(self, spec: SandboxSpec) -> LocalSandbox:
+        if not spec.workspace.is_dir():
+            raise SandboxError(f"workspace {spec.workspace} is not a directory")
+        sandbox = LocalSandbox(spec)
+        self._open.append(sandbox)
+        return sandbox
+
+    def sweep(self, labels: Mapping[str, str]) -> int:
+        matching = [s for s in self._open
+                    if not s.closed and all(s.spec.labels.get(k) == v for k, v in labels.items())]
+        for sandbox in matching:
+            sandbox.close()
+        self._open = [s for s in self._open if not s.closed]
+        return len(matching)
+
+    def close_all(self) -> None:
+        for sandbox in self._open:
+            sandbox.close()
+        self._open.clear()

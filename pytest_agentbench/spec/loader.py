@@ -1,0 +1,489 @@
+"""Find and load `taskpacks/<suite>/<task>/task.yaml` files.
+
+Every problem is one line for a person: `<file>: <field>: <what was expected / what was found>`.
+A bad file is reported and skipped; every other task still loads. Discovery is sorted and depends
+only on the files, so every pytest-xdist worker sees the identical task list.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_args
+
+import yaml
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from pytest_agentbench import __version__
+from pytest_agentbench.spec.task import TASK_SPEC_VERSION, TaskSpec, version_tuple
+
+TASK_FILE = "task.yaml"
+_REQUIRED_TOP = "task_spec_version, id, suite, repo and validation"
+_URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_VERSION = re.compile(r"^\d+(\.\d+){0,2}$")
+
+
+def display_path(path: Path) -> str:
+    """`path` relative to the current directory when it lies below it, else absolute."""
+    try:
+        cwd = Path.cwd()
+    except OSError:
+        return str(path)
+    absolute = path if path.is_absolute() else cwd / path
+    try:
+        return str(absolute.relative_to(cwd))
+    except ValueError:
+        return str(absolute)
+
+
+@dataclass(frozen=True)
+class TaskProblem:
+    path: Path
+    field: str  # dotted field path ("agent.max_steps", "setup.commands[0]"); "" for the whole file
+    message: str
+
+    def __str__(self) -> str:
+        parts = [display_path(self.path), self.field, self.message]
+        return ": ".join(part for part in parts if part)
+
+
+class TaskSpecError(Exception):
+    """A task file could not be loaded; `problems` holds one line per problem."""
+
+    def __init__(self, problems: Sequence[TaskProblem]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(str(problem) for problem in self.problems))
+
+
+@dataclass(frozen=True)
+class LoadedTask:
+    spec: TaskSpec
+    path: Path  # the task.yaml
+    task_dir: Path
+    raw_text: str  # exactly as read, for freezing a copy into the run directory
+    spec_hash: str  # sha256 hex of the canonical JSON of the validated spec
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    tasks: list[LoadedTask] = field(default_factory=list)
+    problems: list[TaskProblem] = field(default_factory=list)
+
+
+def spec_hash(spec: TaskSpec) -> str:
+    """Content hash of a validated spec (defaults included), for resume and cache keys."""
+    canonical = json.dumps(
+        spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+def discover(taskpacks: Path, suites: list[str] | None = None) -> LoadResult:
+    """Load every `taskpacks/<suite>/*/task.yaml` of the given suites (all suites when None)."""
+    if not taskpacks.is_dir():
+        return LoadResult(problems=[TaskProblem(taskpacks, "", "taskpacks directory not found")])
+    existing = _suite_names(taskpacks)
+    problems: list[TaskProblem] = []
+    files: list[Path] = []
+    for suite in existing if suites is None else sorted(set(suites)):
+        suite_problem = _check_suite(taskpacks, suite, existing)
+        if suite_problem is not None:
+            problems.append(suite_problem)
+            continue
+        suite_files, dir_problems = _task_files(taskpacks / suite)
+        files.extend(suite_files)
+        problems.extend(dir_problems)
+
+    tasks: list[LoadedTask] = []
+    first_by_id: dict[str, LoadedTask] = {}
+    for path in files:
+        task, file_problems = _load(path, check_layout=True)
+        problems.extend(file_problems)
+        if task is None:
+            continue
+        first = first_by_id.get(task.id)
+        if first is not None:
+            message = f"duplicate task id {task.id!r} (also defined in {display_path(first.path)})"
+            problems.append(TaskProblem(path, "id", message))
+            continue
+        first_by_id[task.id] = task
+        tasks.append(task)
+    return LoadResult(tasks=tasks, problems=problems)
+
+
+def _ignored(name: str) -> bool:
+    return name.startswith((".", "_"))
+
+
+def _suite_names(taskpacks: Path) -> list[str]:
+    return sorted(p.name for p in taskpacks.iterdir() if p.is_dir() and not _ignored(p.name))
+
+
+def _check_suite(taskpacks: Path, suite: str, existing: list[str]) -> TaskProblem | None:
+    if not suite or suite in {".", ".."} or Path(suite).name != suite:
+        return TaskProblem(taskpacks, "", f"{suite!r} is not a suite name (a directory name)")
+    if (taskpacks / suite).is_dir():
+        return None
+    message = f"no such suite {suite!r}"
+    close = difflib.get_close_matches(suite, existing, n=1)
+    if close:
+        message += f" (did you mean {close[0]!r}?)"
+    message += f"; existing suites: {', '.join(existing) or 'none'}"
+    return TaskProblem(taskpacks / suite, "", message)
+
+
+def _task_files(suite_dir: Path) -> tuple[list[Path], list[TaskProblem]]:
+    files: list[Path] = []
+    problems: list[TaskProblem] = []
+    for child in sorted(suite_dir.iterdir(), key=lambda p: p.name):
+        if not child.is_dir() or _ignored(child.name):
+            continue
+        if (child / TASK_FILE).is_file():
+            files.append(child / TASK_FILE)
+            continue
+        message = f"no {TASK_FILE} in this task directory"
+        if (child / "task.yml").is_file():
+            message += f" (found task.yml: rename it to {TASK_FILE})"
+        else:
+            message += " (directories starting with '_' or '.' are ignored)"
+        problems.append(TaskProblem(child, "", message))
+    return files, problems
+
+
+# --------------------------------------------------------------------------- one file
+
+
+def load_task(path: Path, *, check_layout: bool = True) -> LoadedTask:
+    """Load one task.yaml or raise TaskSpecError listing every problem found in it.
+
+    With `check_layout` the file must sit in `<suite>/<task>/task.yaml` and a relative `repo.url`
+    must exist next to it; pass False for a frozen copy in a run directory.
+    """
+    task, problems = _load(path, check_layout=check_layout)
+    if task is None:
+        raise TaskSpecError(problems)
+    return task
+
+
+def _load(path: Path, *, check_layout: bool) -> tuple[LoadedTask | None, list[TaskProblem]]:
+    try:
+        raw_text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        return None, [TaskProblem(path, "", f"cannot read file: {exc.strerror or exc}")]
+    except UnicodeDecodeError as exc:
+        return None, [TaskProblem(path, "", f"not UTF-8 text (byte {exc.start}: {exc.reason})")]
+    try:
+        data = yaml.load(raw_text, Loader=_StrictLoader)  # a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        return None, [TaskProblem(path, "", _yaml_message(exc, raw_text))]
+    if data is None:
+        message = f"file is empty (expected a mapping with {_REQUIRED_TOP})"
+        return None, [TaskProblem(path, "", message)]
+    if not isinstance(data, dict):
+        message = f"expected a mapping of task fields at the top level, got {_show(data)}"
+        return None, [TaskProblem(path, "", message)]
+
+    problems, stop = _version_problems(path, data)
+    if stop:
+        return None, problems
+    if check_layout:
+        problems.extend(_layout_problems(path, data))
+    try:
+        spec = TaskSpec.model_validate(data)
+    except ValidationError as exc:
+        reported = {problem.field for problem in problems}
+        problems.extend(p for p in _validation_problems(path, exc) if p.field not in reported)
+        return None, problems
+    if problems:
+        return None, problems
+    task = LoadedTask(spec, path, path.parent, raw_text, spec_hash(spec))
+    return task, []
+
+
+def _version_problems(path: Path, data: dict[Any, Any]) -> tuple[list[TaskProblem], bool]:
+    """Spec and harness version checks; stop=True when the rest of the file must not be judged."""
+    problems: list[TaskProblem] = []
+    stop = False
+    version = data.get("task_spec_version")
+    if "task_spec_version" in data and (type(version) is not int or version != TASK_SPEC_VERSION):
+        if type(version) is int and version > TASK_SPEC_VERSION:
+            stop = True
+            message = (
+                f"task spec version {version} is newer than this harness reads "
+                f"({TASK_SPEC_VERSION}); upgrade pytest-agentbench (this is {__version__})"
+            )
+        else:
+            message = f"expected {TASK_SPEC_VERSION}, got {_show(version)}"
+        problems.append(TaskProblem(path, "task_spec_version", message))
+    minimum = data.get("harness_min_version")
+    if isinstance(minimum, str) and _VERSION.match(minimum) and _too_old(minimum):
+        stop = True
+        message = f"requires harness >= {minimum}, this is {__version__}"
+        problems.append(TaskProblem(path, "harness_min_version", message))
+    return problems, stop
+
+
+def _too_old(minimum: str) -> bool:
+    def padded(version: str) -> tuple[int, ...]:
+        return (version_tuple(version) + (0, 0, 0))[:3]
+
+    return padded(__version__) < padded(minimum)
+
+
+def _layout_problems(path: Path, data: dict[Any, Any]) -> list[TaskProblem]:
+    problems: list[TaskProblem] = []
+    suite, suite_dir = data.get("suite"), path.parent.parent.name
+    if isinstance(suite, str) and suite != suite_dir:
+        message = f"{suite!r} does not match its directory {suite_dir!r}"
+        problems.append(TaskProblem(path, "suite", message))
+    repo = data.get("repo")
+    url = repo.get("url") if isinstance(repo, dict) else None
+    if isinstance(url, str) and _is_relative_path(url):
+        resolved = Path(os.path.normpath(path.parent / url))
+        if not resolved.exists():
+            message = f"no such file or directory: {display_path(resolved)}"
+            problems.append(TaskProblem(path, "repo.url", message))
+    return problems
+
+
+def _is_relative_path(url: str) -> bool:
+    """True for `repo.bundle` or `../shared/repo.git`; False for URLs, scp-like and absolute."""
+    if not url or _URL_SCHEME.match(url) or os.path.isabs(url) or url.startswith("~"):
+        return False
+    return ":" not in url.split("/", 1)[0]  # git reads `host:path` (colon before a slash) as ssh
+
+
+# --------------------------------------------------------------------------- YAML
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys (PyYAML silently keeps the last one)."""
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
+            continue
+        key = loader.construct_object(key_node)
+        if key in seen:
+            raise _DuplicateKeyError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node)
+
+
+class _DuplicateKeyError(yaml.constructor.ConstructorError):
+    pass
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _yaml_message(exc: yaml.YAMLError, text: str) -> str:
+    if isinstance(exc, yaml.reader.ReaderError):  # a control character; it carries no mark
+        position = exc.position
+        line = text.count("\n", 0, position) + 1
+        column = position - text.rfind("\n", 0, position)
+        char = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        return (
+            f"line {line}, column {column}: YAML syntax error: "
+            f"unacceptable character #x{char:04x}: {exc.reason}"
+        )
+    if not isinstance(exc, yaml.MarkedYAMLError):
+        return f"YAML error: {_one_line(str(exc))}"
+    mark = exc.problem_mark or exc.context_mark
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+    if isinstance(exc, _DuplicateKeyError):
+        return f"{where}{exc.problem} (YAML would silently keep only the last value)"
+    message = f"{where}YAML syntax error: {_one_line(exc.problem or str(exc))}"
+    if exc.context:
+        context_mark = exc.context_mark
+        at = f" started at line {context_mark.line + 1}" if context_mark else ""
+        message += f" ({_one_line(exc.context)}{at})"
+    return message
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+# --------------------------------------------------------------------------- pydantic errors
+
+
+def _validation_problems(path: Path, exc: ValidationError) -> list[TaskProblem]:
+    errors = exc.errors(include_url=False)
+    missing = {error["loc"] for error in errors if error["type"] == "missing"}
+    problems: list[TaskProblem] = []
+    for error in errors:
+        loc = error["loc"]
+        if error["type"] == "missing" and _typo_explains_missing(loc, errors):
+            continue
+        problems.append(TaskProblem(path, _field_path(loc, error), _error_message(error, missing)))
+    return problems
+
+
+def _typo_explains_missing(loc: tuple[int | str, ...], errors: Iterable[ErrorDetails]) -> bool:
+    """`validaton:` gives 'unknown key (did you mean ...)'; the matching 'missing' adds nothing."""
+    for error in errors:
+        other = error["loc"]
+        same_parent = other[:-1] == loc[:-1]
+        if error["type"] == "extra_forbidden" and same_parent and _suggestion(other) == loc[-1]:
+            return True
+    return False
+
+
+def _field_path(loc: tuple[int | str, ...], error: ErrorDetails) -> str:
+    text = ""
+    for index, part in enumerate(loc):
+        key_position = error["type"] == "invalid_key" and index == len(loc) - 1
+        if isinstance(part, int) and not key_position:
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+def _model_at(loc: Sequence[int | str]) -> type[BaseModel] | None:
+    """The pydantic model that holds the keys at `loc` (list indexes are stepped over)."""
+    model: type[BaseModel] = TaskSpec
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        info = model.model_fields.get(part)
+        nested = _nested_model(info.annotation) if info is not None else None
+        if nested is None:
+            return None
+        model = nested
+    return model
+
+
+def _nested_model(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):  # Optional[...], list[...]
+        found = _nested_model(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _suggestion(loc: tuple[int | str, ...]) -> str | None:
+    model = _model_at(loc[:-1])
+    if model is None:
+        return None
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def _unknown_key_message(loc: tuple[int | str, ...]) -> str:
+    suggestion = _suggestion(loc)
+    if suggestion is not None:
+        return f"unknown key (did you mean {suggestion!r}?)"
+    model = _model_at(loc[:-1])
+    if model is None:
+        return "unknown key"
+    return f"unknown key (expected one of: {', '.join(model.model_fields)})"
+
+
+_EXPECTED = {
+    "string_type": "a string",
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "list_type": "a list",
+    "model_type": "a mapping",
+    "dict_type": "a mapping",
+}
+_BOUNDS = {
+    "greater_than": ("gt", ">"),
+    "greater_than_equal": ("ge", ">="),
+    "less_than": ("lt", "<"),
+    "less_than_equal": ("le", "<="),
+}
+
+
+def _error_message(error: ErrorDetails, missing: set[tuple[int | str, ...]]) -> str:
+    kind, loc, value = error["type"], error["loc"], error.get("input")
+    ctx: dict[str, Any] = dict(error.get("ctx") or {})
+    got = _show(value)
+    if kind == "missing":
+        if loc == ("task_spec_version",):
+            return f"field required (add 'task_spec_version: {TASK_SPEC_VERSION}')"
+        return "field required"
+    if kind == "extra_forbidden":
+        return _unknown_key_message(loc)
+    if kind == "invalid_key":
+        return f"keys must be strings, got {got}"
+    if kind == "literal_error":
+        expected = str(ctx.get("expected", "")).replace(" or ", ", ")
+        one_of = "one of " if "," in expected else ""
+        return f"expected {one_of}{expected}, got {got}"
+    if kind in _EXPECTED:
+        quote = " (quote it in YAML)" if kind == "string_type" and _is_scalar(value) else ""
+        return f"expected {_EXPECTED[kind]}, got {got}{quote}"
+    if kind == "string_pattern_mismatch":
+        return f"expected a string matching {ctx.get('pattern')}, got {got}"
+    if kind in ("string_too_short", "too_short"):
+        least = ctx.get("min_length", 1)
+        if kind == "string_too_short" and least == 1:
+            return "expected a non-empty string, got an empty one"
+        unit = "characters" if kind == "string_too_short" else "items"
+        return f"expected at least {least} {unit}, got {got}"
+    if kind in ("string_too_long", "too_long"):
+        unit = "characters" if kind == "string_too_long" else "items"
+        return f"expected at most {ctx.get('max_length')} {unit}, got {got}"
+    if kind in _BOUNDS:
+        key, symbol = _BOUNDS[kind]
+        return f"expected a number {symbol} {_number(ctx.get(key))}, got {got}"
+    message = _one_line(error["msg"])
+    for prefix in ("Value error, ", "Assertion failed, "):
+        message = message.removeprefix(prefix)
+    if isinstance(value, str) and repr(value) not in message:
+        message += f" (in {got})"
+    return message
+
+
+def _is_scalar(value: object) -> bool:
+    return isinstance(value, bool | int | float)
+
+
+def _number(value: object) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _show(value: object) -> str:
+    """A found value, in YAML words, short enough for one line."""
+    if value is None:
+        return "an empty value"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    text = repr(value) if isinstance(value, str) else str(value)
+    text = _one_line(text)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,57 @@
+"""pytest-xdist plumbing that must not import xdist (it is optional at run time)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_agentbench.core.events import utc_now
+from pytest_agentbench.spec.records import AttemptRecord, Limits, Result, Timestamps
+from pytest_agentbench.spec.taxonomy import Reason
+
+if TYPE_CHECKING:
+    from pytest_agentbench.plugin import AgentbenchConfig
+
+
+def is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def worker_id(config: pytest.Config) -> str:
+    return str(config.workerinput["workerid"]) if is_worker(config) else "master"  # type: ignore[attr-defined]
+
+
+def crash_record(ab: AgentbenchConfig, report: pytest.TestReport) -> dict[str, Any] | None:
+    """A worker died mid-attempt: record it as SANDBOX_ERROR rather than leave a silent gap."""
+    path_part, _, name = report.nodeid.partition("::")
+    loaded = next((t for p, t in ab.tasks_by_path.items() if p.as_posix().endswith(path_part)),
+                  None)
+    if loaded is None or ab.state is None:
+        return None
+    index = 0
+    if "-attempt" in name:
+        index = int(name.rsplit("-attempt", 1)[1].rstrip("]")) - 1
+    env, now = loaded.spec.environment, utc_now()
+    record = AttemptRecord(
+        run_id=ab.state.run_id, attempt_id=f"{ab.state.run_id}:{loaded.id}:{ab.variant.name}:{index}",
+        task_id=loaded.id, suite=loaded.spec.suite, variant=ab.variant.name,
+        variant_config_hash=ab.variant_hash(), attempt_index=index,
+        task_spec_version=loaded.spec.task_spec_version, task_commit=loaded.spec.repo.commit,
+        harness_version=_version(), worker=str(getattr(report, "node", "worker") or "worker"),
+        timestamps=Timestamps(started_at=now, ended_at=now), duration_sec=0.0,
+        result=Result(passed=False, failure_reason=Reason.SANDBOX_ERROR, sub_reason="WORKER_CRASH",
+                      summary=str(report.longrepr).splitlines()[-1][:300] if report.longrepr
+                      else "worker crashed"),
+        limits=Limits(timeout_sec=env.timeout_sec, tool_timeout_sec=env.tool_timeout_sec,
+                      max_steps=loaded.spec.agent.max_steps, cpu_limit=env.cpu_limit,
+                      mem_limit_mb=env.mem_limit_mb),
+        pytest_outcome="error",
+    )
+    return record.to_json_dict()
+
+
+def _version() -> str:
+    from pytest_agentbench.version import harness_version
+
+    return harness_version()

@@ -1,0 +1,1 @@
+"""Reusable fakes for the harness's own tests (real servers on loopback, not mocks)."""

@@ -1,0 +1,447 @@
+"""The task loader: discovery, one-line problems, nothing lost."""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pytest_agentbench import __version__
+from pytest_agentbench.spec.loader import (
+    LoadedTask,
+    TaskProblem,
+    TaskSpecError,
+    discover,
+    load_task,
+    spec_hash,
+)
+
+SUITE = "custom-dev"
+MINIMAL: dict[str, Any] = {
+    "task_spec_version": 1,
+    "id": "t1",
+    "suite": SUITE,
+    "repo": {"url": "https://example.invalid/repo.git", "commit": "abcdef1"},
+    "validation": {"failing_command": "pytest -q", "passing_command": "pytest -q"},
+}
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Problems print paths relative to the current directory."""
+    monkeypatch.chdir(tmp_path)
+
+
+def task_data(**changes: Any) -> dict[str, Any]:
+    data = copy.deepcopy(MINIMAL)
+    data.update(changes)
+    return data
+
+
+def write_text(name: str, text: str, suite: str = SUITE) -> Path:
+    path = Path("taskpacks") / suite / name / "task.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def write_task(name: str, data: Any, suite: str = SUITE) -> Path:
+    return write_text(name, yaml.safe_dump(data, sort_keys=False), suite)
+
+
+def only_line(result_problems: list[TaskProblem]) -> str:
+    lines = [str(problem) for problem in result_problems]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def mutate(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    """Set (or with value=DELETE remove) a dotted key in the task data."""
+
+    def apply(data: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        node = data
+        for key in parents:
+            node = node.setdefault(key, {})
+        if value is DELETE:
+            del node[last]
+        else:
+            node[last] = value
+
+    return apply
+
+
+DELETE = object()
+FILE = f"taskpacks/{SUITE}/t1/task.yaml"
+
+
+@pytest.mark.unit
+def test_valid_minimal_task_loads() -> None:
+    path = write_task("t1", MINIMAL)
+    result = discover(Path("taskpacks"), [SUITE])
+    assert result.problems == []
+    [task] = result.tasks
+    assert isinstance(task, LoadedTask)
+    assert (task.id, task.spec.suite, task.spec.environment.network_policy) == ("t1", SUITE, "none")
+    assert task.path == path
+    assert task.task_dir == path.parent
+    assert task.raw_text == path.read_text(encoding="utf-8")
+    assert re.fullmatch(r"[0-9a-f]{64}", task.spec_hash)
+    assert task.spec_hash == spec_hash(task.spec)
+
+
+@pytest.mark.unit
+def test_spec_hash_ignores_formatting_but_not_content() -> None:
+    first = load_task(write_task("t1", MINIMAL))
+    reordered = "# a comment\n" + yaml.safe_dump(dict(reversed(list(MINIMAL.items()))))
+    second = load_task(write_text("t1", reordered))
+    assert first.spec_hash == second.spec_hash
+    changed = load_task(write_task("t1", task_data(description="now different")))
+    assert changed.spec_hash != first.spec_hash
+
+
+SINGLE_PROBLEMS = [
+    pytest.param(
+        mutate("agent.max_stepz", 3),
+        "agent.max_stepz: unknown key (did you mean 'max_steps'?)",
+        id="unknown-key",
+    ),
+    pytest.param(
+        mutate("agent.max_steps", "many"),
+        "agent.max_steps: expected a whole number, got 'many'",
+        id="wrong-type",
+    ),
+    pytest.param(
+        mutate("validation.failing_command", DELETE),
+        "validation.failing_command: field required",
+        id="missing-field",
+    ),
+    pytest.param(
+        mutate("environment.network_policy", "open"),
+        "environment.network_policy: expected one of 'none', 'setup_only', 'always', got 'open'",
+        id="bad-enum",
+    ),
+    pytest.param(
+        mutate("validation.expected_failure_regex", "(Assertion"),
+        "validation.expected_failure_regex: not a valid regular expression: missing ), "
+        "unterminated subpattern at position 0 (in '(Assertion')",
+        id="bad-regex",
+    ),
+    pytest.param(
+        mutate("harness_min_version", "99.0.0"),
+        f"harness_min_version: requires harness >= 99.0.0, this is {__version__}",
+        id="harness-too-old",
+    ),
+    pytest.param(
+        mutate("suite", "foo"),
+        f"suite: 'foo' does not match its directory '{SUITE}'",
+        id="suite-mismatch",
+    ),
+    pytest.param(
+        mutate("environment.python", 3.11),
+        "environment.python: expected a string, got 3.11 (quote it in YAML)",
+        id="number-for-string",
+    ),
+    pytest.param(
+        mutate("environment.cpu_limit", 0),
+        "environment.cpu_limit: expected a number > 0, got 0",
+        id="bound",
+    ),
+    pytest.param(
+        mutate("repo.commit", "main"),
+        "repo.commit: expected a string matching ^[0-9a-f]{7,40}$, got 'main'",
+        id="pattern",
+    ),
+    pytest.param(
+        mutate("setup.commands", ["ok", 5]),
+        "setup.commands[1]: expected a string, got 5 (quote it in YAML)",
+        id="list-item",
+    ),
+    pytest.param(
+        mutate("task_spec_version", DELETE),
+        "task_spec_version: field required (add 'task_spec_version: 1')",
+        id="no-version",
+    ),
+    pytest.param(
+        mutate("repo.url", "bundles/repo.bundle"),
+        f"repo.url: no such file or directory: taskpacks/{SUITE}/t1/bundles/repo.bundle",
+        id="relative-repo-missing",
+    ),
+]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("change", "expected"), SINGLE_PROBLEMS)
+def test_each_malformed_case_is_one_line_naming_file_and_field(
+    change: Callable[[dict[str, Any]], None], expected: str
+) -> None:
+    data = task_data()
+    change(data)
+    write_task("t1", data)
+    result = discover(Path("taskpacks"), [SUITE])
+    assert result.tasks == []
+    assert only_line(result.problems) == f"{FILE}: {expected}"
+
+
+@pytest.mark.unit
+def test_newer_task_spec_version_is_one_line_even_with_unknown_fields() -> None:
+    write_task("t1", task_data(task_spec_version=2, brand_new_section={"x": 1}))
+    line = only_line(discover(Path("taskpacks"), None).problems)
+    assert line.startswith(f"{FILE}: task_spec_version: task spec version 2 is newer than")
+    assert "upgrade pytest-agentbench" in line
+
+
+@pytest.mark.unit
+def test_yaml_syntax_error_names_line_and_column() -> None:
+    text = yaml.safe_dump(MINIMAL, sort_keys=False) + "agent:\n  max_steps: [1, 2\n"
+    write_text("t1", text)
+    broken_line = text.splitlines().index("  max_steps: [1, 2") + 1
+    line = only_line(discover(Path("taskpacks"), None).problems)
+    assert re.fullmatch(rf"{re.escape(FILE)}: line \d+, column \d+: YAML syntax error: .+", line)
+    reported = int(re.search(r"line (\d+)", line).group(1))  # type: ignore[union-attr]
+    assert broken_line <= reported <= broken_line + 1
+
+
+@pytest.mark.unit
+def test_yaml_error_line_is_exact_for_a_bad_indent() -> None:
+    text = "task_spec_version: 1\nid: t1\nsuite: custom-dev\nrepo:\n  url: x\n   commit: abc\n"
+    write_text("t1", text)
+    line = only_line(discover(Path("taskpacks"), None).problems)
+    assert line.startswith(f"{FILE}: line 6, column 10: YAML syntax error: ")
+
+
+@pytest.mark.unit
+def test_duplicate_yaml_key_is_reported_not_silently_overwritten() -> None:
+    text = yaml.safe_dump(MINIMAL, sort_keys=False) + "id: t1-again\n"
+    write_text("t1", text)
+    line = only_line(discover(Path("taskpacks"), None).problems)
+    last_line = len(text.splitlines())
+    assert line.startswith(f"{FILE}: line {last_line}, column 1: duplicate key 'id'")
+
+
+@pytest.mark.unit
+def test_duplicate_task_id_keeps_the_first_in_sorted_order() -> None:
+    write_task("t2", task_data(id="same"))
+    write_task("t1", task_data(id="same"))
+    result = discover(Path("taskpacks"), [SUITE])
+    assert [task.path.parent.name for task in result.tasks] == ["t1"]
+    assert only_line(result.problems) == (
+        f"taskpacks/{SUITE}/t2/task.yaml: id: duplicate task id 'same' "
+        f"(also defined in taskpacks/{SUITE}/t1/task.yaml)"
+    )
+
+
+@pytest.mark.unit
+def test_duplicate_task_id_across_suites() -> None:
+    write_task("t1", task_data(suite="custom-heldout"), suite="custom-heldout")
+    write_task("t1", MINIMAL)
+    result = discover(Path("taskpacks"), ["custom-heldout", SUITE])
+    assert [task.spec.suite for task in result.tasks] == [SUITE]
+    assert "duplicate task id 't1'" in only_line(result.problems)
+
+
+@pytest.mark.unit
+def test_a_typo_in_a_required_section_is_one_line() -> None:
+    data = task_data()
+    data["validaton"] = data.pop("validation")
+    write_task("t1", data)
+    line = only_line(discover(Path("taskpacks"), None).problems)
+    assert line == f"{FILE}: validaton: unknown key (did you mean 'validation'?)"
+
+
+@pytest.mark.unit
+def test_unknown_key_without_close_match_lists_the_allowed_keys() -> None:
+    write_task("t1", task_data(artifacts={"zzz": True}))
+    line = only_line(discover(Path("taskpacks"), None).problems)
+    assert line == f"{FILE}: artifacts.zzz: unknown key (expected one of: keep_workspace, redact)"
+
+
+@pytest.mark.unit
+def test_every_error_in_a_file_is_reported_one_line_each() -> None:
+    data = task_data(labels="flaky", agent={"max_steps": 0, "allow_file_write": "maybe"})
+    del data["repo"]["commit"]
+    write_task("t1", data)
+    lines = [str(problem) for problem in discover(Path("taskpacks"), None).problems]
+    assert lines == [
+        f"{FILE}: labels: expected a list, got 'flaky'",
+        f"{FILE}: repo.commit: field required",
+        f"{FILE}: agent.max_steps: expected a number >= 1, got 0",
+        f"{FILE}: agent.allow_file_write: expected true or false, got 'maybe'",
+    ]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", "file is empty (expected a mapping with"),
+        ("# only a comment\n", "file is empty (expected a mapping with"),
+        ("- id: t1\n", "expected a mapping of task fields at the top level, got a list"),
+        ("just a string\n", "expected a mapping of task fields at the top level, got 'just a"),
+    ],
+)
+def test_file_level_problems(text: str, expected: str) -> None:
+    write_text("t1", text)
+    assert only_line(discover(Path("taskpacks"), None).problems).startswith(f"{FILE}: {expected}")
+
+
+@pytest.mark.unit
+def test_relative_repo_url_that_exists_loads(tmp_path: Path) -> None:
+    path = write_task("t1", task_data(repo={"url": "repo.bundle", "commit": "abcdef1"}))
+    (path.parent / "repo.bundle").write_bytes(b"bundle")
+    write_task("t2", task_data(id="t2", repo={"url": "../_shared/r.git", "commit": "abcdef1"}))
+    (tmp_path / "taskpacks" / SUITE / "_shared" / "r.git").mkdir(parents=True)
+    write_task("t3", task_data(id="t3", repo={"url": "git@host:org/r.git", "commit": "abcdef1"}))
+    write_task("t4", task_data(id="t4", repo={"url": "file:///nowhere/r.git", "commit": "abcdef1"}))
+    result = discover(Path("taskpacks"), None)
+    assert result.problems == []
+    assert [task.id for task in result.tasks] == ["t1", "t2", "t3", "t4"]
+
+
+@pytest.mark.unit
+def test_missing_suite_is_a_problem_naming_the_existing_ones() -> None:
+    write_task("t1", MINIMAL)
+    write_task("t1", task_data(id="h1", suite="custom-heldout"), suite="custom-heldout")
+    result = discover(Path("taskpacks"), ["custom-dve", SUITE])
+    assert [task.id for task in result.tasks] == ["t1"]
+    assert only_line(result.problems) == (
+        "taskpacks/custom-dve: no such suite 'custom-dve' (did you mean 'custom-dev'?); "
+        "existing suites: custom-dev, custom-heldout"
+    )
+
+
+@pytest.mark.unit
+def test_missing_taskpacks_directory_and_path_like_suite_names() -> None:
+    assert only_line(discover(Path("nowhere"), None).problems) == (
+        "nowhere: taskpacks directory not found"
+    )
+    write_task("t1", MINIMAL)
+    line = only_line(discover(Path("taskpacks"), ["../etc"]).problems)
+    assert line == "taskpacks: '../etc' is not a suite name (a directory name)"
+
+
+@pytest.mark.unit
+def test_task_directory_without_task_yaml_is_reported() -> None:
+    write_task("t1", MINIMAL)
+    Path("taskpacks", SUITE, "t2").mkdir()
+    Path("taskpacks", SUITE, "t2", "task.yml").write_text("id: t2\n")
+    Path("taskpacks", SUITE, "_shared").mkdir()
+    Path("taskpacks", SUITE, ".cache").mkdir()
+    result = discover(Path("taskpacks"), None)
+    assert [task.id for task in result.tasks] == ["t1"]
+    assert only_line(result.problems) == (
+        f"taskpacks/{SUITE}/t2: no task.yaml in this task directory "
+        "(found task.yml: rename it to task.yaml)"
+    )
+
+
+MALFORMED_TEXTS = {
+    "b-unknown": yaml.safe_dump(task_data(id="b", agent={"max_stepz": 3})),
+    "c-yaml": "id: [unclosed\n",
+    "d-empty": "",
+    "e-enum": yaml.safe_dump(task_data(id="e", environment={"network_policy": "open"})),
+    "f-version": yaml.safe_dump(task_data(id="f", task_spec_version=2)),
+}
+
+
+@pytest.mark.unit
+def test_mixed_directory_loads_the_valid_tasks_and_reports_the_rest() -> None:
+    write_task("a-valid", task_data(id="a"))
+    write_task("g-valid", task_data(id="g"))
+    for name, text in MALFORMED_TEXTS.items():
+        write_text(name, text)
+    result = discover(Path("taskpacks"), [SUITE])
+    assert [task.id for task in result.tasks] == ["a", "g"]
+    assert len(result.problems) == 5
+    assert [problem.path.parent.name for problem in result.problems] == sorted(MALFORMED_TEXTS)
+
+
+@pytest.mark.unit
+def test_discovery_order_does_not_depend_on_creation_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    names = ["b", "a", "C", "c10", "c2", "a_b", "a-b"]
+    orders = []
+    for attempt, creation in enumerate([names, list(reversed(names))]):
+        root = tmp_path / f"attempt{attempt}"
+        root.mkdir()
+        monkeypatch.chdir(root)
+        for name in creation:
+            write_task(name, task_data(id=name))
+            write_task(name, task_data(id=f"h-{name}", suite="custom-heldout"), "custom-heldout")
+        orders.append([task.id for task in discover(Path("taskpacks"), None).tasks])
+    assert orders[0] == orders[1]
+    assert orders[0][: len(names)] == sorted(names)
+    assert orders[0][len(names) :] == [f"h-{name}" for name in sorted(names)]
+
+
+@pytest.mark.unit
+def test_load_task_raises_with_every_problem() -> None:
+    path = write_task("t1", task_data(suite="foo", agent={"max_stepz": 3}))
+    with pytest.raises(TaskSpecError) as caught:
+        load_task(path)
+    assert [problem.field for problem in caught.value.problems] == ["suite", "agent.max_stepz"]
+    assert str(caught.value) == "\n".join(str(p) for p in caught.value.problems)
+    assert caught.value.problems[0] == TaskProblem(
+        path, "suite", f"'foo' does not match its directory '{SUITE}'"
+    )
+
+
+@pytest.mark.unit
+def test_load_task_of_a_frozen_copy_skips_the_layout_checks(tmp_path: Path) -> None:
+    frozen = tmp_path / "runs" / "r1" / "tasks" / "t1" / "task.yaml"
+    frozen.parent.mkdir(parents=True)
+    frozen.write_text(yaml.safe_dump(task_data(repo={"url": "repo.bundle", "commit": "abcdef1"})))
+    with pytest.raises(TaskSpecError):
+        load_task(frozen)
+    assert load_task(frozen, check_layout=False).id == "t1"
+
+
+@pytest.mark.unit
+def test_paths_outside_the_current_directory_print_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_task("t1", task_data(suite="foo")).absolute()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    with pytest.raises(TaskSpecError) as caught:
+        load_task(path)
+    assert str(caught.value).startswith(f"{path}: suite: ")
+
+
+@pytest.mark.unit
+def test_no_message_leaks_tracebacks_or_pydantic_wording() -> None:
+    int_key: dict[Any, Any] = {1: "int key", **task_data()}
+    bad_values: list[dict[Any, Any]] = [
+        task_data(agent={"max_stepz": 3, "max_steps": 2.5}),
+        task_data(environment={"network_policy": "open", "mem_limit_mb": "lots"}),
+        task_data(validation={"failing_command": "", "disallowed_failure_regex": "[a-"}),
+        task_data(task_spec_version="1", id="bad id!", setup=[1]),
+        task_data(repo=None, labels={"a": 1}, quarantine=["x"]),
+        int_key,
+    ]
+    for index, data in enumerate(bad_values):
+        write_task(f"t{index}", data)
+    write_text("t-yaml", "a: b: c\n")
+    write_text("t-binary", "id: t\nsuite: x\x01\n")
+    Path("taskpacks", SUITE, "t-utf8", "task.yaml").parent.mkdir()
+    Path("taskpacks", SUITE, "t-utf8", "task.yaml").write_bytes(b"id: \xff\n")
+    result = discover(Path("taskpacks"), None)
+    assert result.tasks == []
+    lines = [str(problem) for problem in result.problems]
+    assert len(lines) > len(bad_values) + 3
+    for line in lines:
+        assert "\n" not in line
+        for leak in ("Traceback", "pydantic", "For further information", "Input should", "Error"):
+            assert leak not in line, line
+        assert line.startswith(f"taskpacks/{SUITE}/t"), line
+    assert (
+        f"taskpacks/{SUITE}/t-binary/task.yaml: line 2, column 9: YAML syntax error: "
+        "unacceptable character #x0001: special characters are not allowed"
+    ) in lines
