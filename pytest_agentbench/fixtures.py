@@ -35,8 +35,9 @@ def agentbench_config(pytestconfig: pytest.Config) -> AgentbenchConfig:
 
 
 @pytest.fixture(scope="session")
-def agentbench_sandbox_factory(agentbench_config: AgentbenchConfig,
-                               pytestconfig: pytest.Config) -> Iterator[SandboxFactory]:
+def agentbench_sandbox_factory(
+    agentbench_config: AgentbenchConfig, pytestconfig: pytest.Config
+) -> Iterator[SandboxFactory]:
     if agentbench_config.options["sandbox"] == "local":
         from pytest_agentbench.sandbox.local import LocalSandboxFactory
 
@@ -47,8 +48,12 @@ def agentbench_sandbox_factory(agentbench_config: AgentbenchConfig,
     factory = DockerSandboxFactory()
     yield factory
     assert agentbench_config.state is not None
-    factory.sweep({"agentbench.run_id": agentbench_config.state.run_id,
-                   "agentbench.worker": worker_id(pytestconfig)})
+    factory.sweep(
+        {
+            "agentbench.run_id": agentbench_config.state.run_id,
+            "agentbench.worker": worker_id(pytestconfig),
+        }
+    )
 
 
 @pytest.fixture(scope="session")
@@ -67,9 +72,13 @@ def agentbench_agent(agentbench_config: AgentbenchConfig, pytestconfig: pytest.C
 
 
 @pytest.fixture
-def agentbench_attempt(request: pytest.FixtureRequest, agentbench_config: AgentbenchConfig,
-                       agentbench_sandbox_factory: SandboxFactory,
-                       agentbench_mirrors: MirrorCache, agentbench_agent: Any) -> dict[str, Any]:
+def agentbench_attempt(
+    request: pytest.FixtureRequest,
+    agentbench_config: AgentbenchConfig,
+    agentbench_sandbox_factory: SandboxFactory,
+    agentbench_mirrors: MirrorCache,
+    agentbench_agent: Any,
+) -> dict[str, Any]:
     from pytest_agentbench.core.trial import Trial, TrialConfig
     from pytest_agentbench.llm.redaction import Redactor
 
@@ -81,24 +90,38 @@ def agentbench_attempt(request: pytest.FixtureRequest, agentbench_config: Agentb
     redactor = Redactor(env_names=loaded.spec.artifacts.redact)
     quarantine = item.get_closest_marker("agentbench_quarantine")
     cfg = TrialConfig(
-        run_id=state.run_id, run_dir=state.path,
+        run_id=state.run_id,
+        run_dir=state.path,
         work_root=Path(tempfile.gettempdir()) / "agentbench-work" / state.run_id,
-        variant=ab.variant.name, variant_config_hash=ab.variant_hash(),
-        image=ab.image.get("name") or "local", image_id=ab.image.get("id"),
-        image_digest=ab.image.get("digest"), harness_version=_harness_version(),
-        attempt_index=index, attempt_label=f"attempt-{index + 1}" if ab.attempts > 1 else None,
-        worker=worker, full_logs=ab.options["full_logs"],
+        variant=ab.variant.name,
+        variant_config_hash=ab.variant_hash(),
+        image=ab.image.get("name") or "local",
+        image_id=ab.image.get("id"),
+        image_digest=ab.image.get("digest"),
+        harness_version=_harness_version(),
+        attempt_index=index,
+        attempt_label=f"attempt-{index + 1}" if ab.attempts > 1 else None,
+        worker=worker,
+        full_logs=ab.options["full_logs"],
         keep_workspace=ab.options["keep_workspace"] or loaded.spec.artifacts.keep_workspace,
         ca_bundle=Path(ab.options["ca_bundle"]) if ab.options["ca_bundle"] else None,
-        pip_cache=_pip_cache(), owner_uid=SANDBOX_UID if os.geteuid() == 0 else None,
+        pip_cache=_pip_cache(),
+        owner_uid=SANDBOX_UID if os.geteuid() == 0 else None,
         events_path=state.path / "events" / f"{state.session_token}-{worker}.jsonl",
         redact=redactor.redact,
-        agent_params={**ab.variant.params, "_variant": ab.variant.config(),
-                      "_llm_cli": ab.options["llm"], "_redactor": redactor},
+        agent_params={
+            **ab.variant.params,
+            "_variant": ab.variant.config(),
+            "_llm_cli": ab.options["llm"],
+            "_redactor": redactor,
+        },
         quarantined=quarantine.kwargs.get("reason") if quarantine else None,
     )
-    record = Trial(loaded, cfg, agentbench_sandbox_factory, agentbench_mirrors,
-                   agentbench_agent).run().to_json_dict()
+    record = (
+        Trial(loaded, cfg, agentbench_sandbox_factory, agentbench_mirrors, agentbench_agent)
+        .run()
+        .to_json_dict()
+    )
     item.agentbench_record = record
     if is_error(record):
         raise TaskError(failure_text(record))

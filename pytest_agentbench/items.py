@@ -51,11 +51,16 @@ class TaskFile(pytest.File):
         loaded = ab.tasks_by_path.get(self.path)
         if loaded is None:
             problems = ab.problems_by_path.get(self.path, [])
-            return [InvalidTaskItem.from_parent(self, name=self.path.parent.name,
-                                                problems=problems)]
+            return [
+                InvalidTaskItem.from_parent(self, name=self.path.parent.name, problems=problems)
+            ]
         items: list[pytest.Item] = []
         for index in range(ab.attempts):
-            name = loaded.id if ab.attempts == 1 else f"{loaded.id}[{ab.variant.name}-attempt{index + 1}]"
+            name = (
+                loaded.id
+                if ab.attempts == 1
+                else f"{loaded.id}[{ab.variant.name}-attempt{index + 1}]"
+            )
             item = TaskItem.from_parent(self, name=name, callobj=run_attempt)
             item.init_task(loaded, index)
             items.append(item)
@@ -79,8 +84,7 @@ class TaskItem(pytest.Function):
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"agentbench task {self.name}"
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
-                     style: Any = None) -> str:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, AgentFailure | TaskError):
             return str(excinfo.value)
         return str(super().repr_failure(excinfo, style=style))
@@ -99,8 +103,7 @@ class InvalidTaskItem(pytest.Item):
     def runtest(self) -> None:  # pragma: no cover - setup always raises
         pass
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
-                     style: Any = None) -> str:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, InvalidTaskSpec):
             return str(excinfo.value)
         return str(super().repr_failure(excinfo, style=style))
@@ -109,4 +112,5 @@ class InvalidTaskItem(pytest.Item):
         return self.path, 0, f"invalid task {self.name}"
 
 
+SHORT_FAILURES = (AgentFailure, TaskError, InvalidTaskSpec)
 AB_KEY: pytest.StashKey[AgentbenchConfig] = pytest.StashKey()

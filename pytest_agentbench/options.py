@@ -13,28 +13,55 @@ CA_ENV_VARS = ("AGENTBENCH_CA_BUNDLE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CE
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("agentbench", "agentbench: evaluate coding agents on task suites")
     add = group.addoption
-    add("--agentbench-suite", action="append", default=[], metavar="NAME",
-        help="run the tasks of taskpacks/NAME (repeatable); activates the plugin")
+    add(
+        "--agentbench-suite",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run the tasks of taskpacks/NAME (repeatable); activates the plugin",
+    )
     add("--agentbench-taskpacks", metavar="DIR", help="taskpacks root (default: taskpacks)")
-    add("--agentbench-variant", metavar="NAME|YAML",
-        help="agent variant: oracle, nop, scripted, llm_v0, or a variant YAML (default: oracle)")
+    add(
+        "--agentbench-variant",
+        metavar="NAME|YAML",
+        help="agent variant: oracle, nop, scripted, llm_v0, or a variant YAML (default: oracle)",
+    )
     add("--agentbench-attempts", type=int, metavar="K", help="attempts per task (pass@k)")
     add("--agentbench-out", metavar="DIR", help="output root (default: reports/runs)")
     add("--agentbench-full-logs", action="store_true", help="keep untruncated command output")
-    add("--agentbench-keep-workspace", action="store_true",
-        help="keep each attempt's final repository under tasks/<id>/repo")
-    add("--agentbench-quarantine", choices=["run", "skip", "only"],
-        help="quarantined tasks: run as non-strict xfail (default), skip, or run only them")
-    add("--agentbench-resume", metavar="RUN_DIR",
-        help="continue RUN_DIR: skip attempts already recorded, append the rest")
-    add("--agentbench-ca-bundle", metavar="PATH|auto|none",
+    add(
+        "--agentbench-keep-workspace",
+        action="store_true",
+        help="keep each attempt's final repository under tasks/<id>/repo",
+    )
+    add(
+        "--agentbench-quarantine",
+        choices=["run", "skip", "only"],
+        help="quarantined tasks: run as non-strict xfail (default), skip, or run only them",
+    )
+    add(
+        "--agentbench-resume",
+        metavar="RUN_DIR",
+        help="continue RUN_DIR: skip attempts already recorded, append the rest",
+    )
+    add(
+        "--agentbench-ca-bundle",
+        metavar="PATH|auto|none",
         help="CA bundle mounted into setup sandboxes (TLS-intercepting proxies). auto (default): "
-             "the first of $AGENTBENCH_CA_BUNDLE, $PIP_CERT, $REQUESTS_CA_BUNDLE, $SSL_CERT_FILE "
-             "that exists")
+        "the first of $AGENTBENCH_CA_BUNDLE, $PIP_CERT, $REQUESTS_CA_BUNDLE, $SSL_CERT_FILE "
+        "that exists",
+    )
     add("--agentbench-image", metavar="IMAGE", help="runner image (default: built from runner/)")
-    add("--agentbench-sandbox", choices=["docker", "local"],
-        help="sandbox implementation; local runs commands unisolated on the host (tests only)")
-    add("--agentbench-git-cache", metavar="DIR", help="mirror cache (default ~/.cache/agentbench/git)")
+    add(
+        "--agentbench-sandbox",
+        choices=["docker", "local"],
+        help="sandbox implementation; local runs commands unisolated on the host (tests only)",
+    )
+    add(
+        "--agentbench-git-cache",
+        metavar="DIR",
+        help="mirror cache (default ~/.cache/agentbench/git)",
+    )
     add("--agentbench-model", metavar="NAME", help="LLM model name (llm agents)")
     add("--agentbench-preset", metavar="NAME", help="LLM provider preset (openrouter, openai, ...)")
     add("--agentbench-base-url", metavar="URL", help="OpenAI-compatible base URL")
@@ -42,10 +69,15 @@ def add_options(parser: pytest.Parser) -> None:
     add("--agentbench-top-p", type=float, metavar="P")
     add("--agentbench-max-tokens", type=int, metavar="N")
     add("--agentbench-seed", type=int, metavar="N")
-    for name, help_ in [("taskpacks", "taskpacks root"), ("variant", "default variant"),
-                        ("attempts", "attempts per task"), ("out", "output root"),
-                        ("quarantine", "run|skip|only"), ("ca_bundle", "CA bundle path|auto|none"),
-                        ("image", "runner image")]:
+    for name, help_ in [
+        ("taskpacks", "taskpacks root"),
+        ("variant", "default variant"),
+        ("attempts", "attempts per task"),
+        ("out", "output root"),
+        ("quarantine", "run|skip|only"),
+        ("ca_bundle", "CA bundle path|auto|none"),
+        ("image", "runner image"),
+    ]:
         parser.addini(f"agentbench_{name}", help_, default=None)
 
 

@@ -19,9 +19,9 @@ from pytest_agentbench.fixtures import (  # noqa: F401 - fixtures are found by i
     agentbench_mirrors,
     agentbench_sandbox_factory,
 )
-from pytest_agentbench.items import AB_KEY, TaskFile
+from pytest_agentbench.items import AB_KEY, SHORT_FAILURES, TaskFile
 from pytest_agentbench.options import add_options, resolve_ca_bundle
-from pytest_agentbench.session import RunState, ResumeError, merge_events, record_attempt, start_run
+from pytest_agentbench.session import ResumeError, RunState, merge_events, record_attempt, start_run
 from pytest_agentbench.spec.loader import LoadedTask, TaskProblem, discover
 from pytest_agentbench.variants import Variant, VariantError, load_variant
 from pytest_agentbench.xdist_glue import crash_record, is_worker
@@ -45,9 +45,14 @@ class AgentbenchConfig:
 
     def run_config(self) -> dict[str, Any]:
         """What must match for --agentbench-resume to continue a run."""
-        return {"suites": self.suites, "variant": self.variant.config(),
-                "variant_config_hash": self.variant_hash(), "attempts": self.attempts,
-                "image": self.options["image"], "sandbox": self.options["sandbox"]}
+        return {
+            "suites": self.suites,
+            "variant": self.variant.config(),
+            "variant_config_hash": self.variant_hash(),
+            "attempts": self.attempts,
+            "image": self.options["image"],
+            "sandbox": self.options["sandbox"],
+        }
 
     def variant_hash(self) -> str:
         return self.variant.config_hash({"llm": self.options.get("llm", {})})
@@ -62,8 +67,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "agentbench_quarantine(reason): a quarantined task "
-                            "(xfail non-strict by default; see --agentbench-quarantine)")
+    config.addinivalue_line(
+        "markers",
+        "agentbench_quarantine(reason): a quarantined task "
+        "(xfail non-strict by default; see --agentbench-quarantine)",
+    )
     config.addinivalue_line("markers", "agentbench_label(name): a label from task.yaml")
     suites = config.getoption("agentbench_suite") or []
     resume = config.getoption("agentbench_resume")
@@ -83,8 +91,14 @@ def pytest_configure(config: pytest.Config) -> None:
     _default_worksteal(config)
     ab.image = _ensure_image(ab)
     try:
-        ab.state = start_run(ab.out, ab.suites, ab.variant.name, ab.run_config(),
-                             ab.variant_hash(), Path(resume) if resume else None)
+        ab.state = start_run(
+            ab.out,
+            ab.suites,
+            ab.variant.name,
+            ab.run_config(),
+            ab.variant_hash(),
+            Path(resume) if resume else None,
+        )
     except ResumeError as exc:
         raise pytest.UsageError(str(exc)) from None
     if config.pluginmanager.hasplugin("xdist"):
@@ -112,17 +126,25 @@ def _make_config(config: pytest.Config, suites: list[str]) -> AgentbenchConfig:
         "sandbox": opt("agentbench_sandbox") or "docker",
         "full_logs": bool(opt("agentbench_full_logs")),
         "keep_workspace": bool(opt("agentbench_keep_workspace")),
-        "ca_bundle": resolve_ca_bundle(opt("agentbench_ca_bundle")
-                                       or ini("agentbench_ca_bundle") or "auto"),
+        "ca_bundle": resolve_ca_bundle(
+            opt("agentbench_ca_bundle") or ini("agentbench_ca_bundle") or "auto"
+        ),
         "git_cache": opt("agentbench_git_cache"),
-        "llm": {k: v for k in ("model", "base_url", "temperature", "top_p", "max_tokens",
-                               "preset", "seed")
-                if (v := opt(f"agentbench_{k}")) is not None},
+        "llm": {
+            k: v
+            for k in ("model", "base_url", "temperature", "top_p", "max_tokens", "preset", "seed")
+            if (v := opt(f"agentbench_{k}")) is not None
+        },
     }
-    ab = AgentbenchConfig(taskpacks=taskpacks, suites=sorted(set(suites)), variant=variant,
-                          attempts=attempts,
-                          quarantine=opt("agentbench_quarantine") or ini("agentbench_quarantine")
-                          or "run", out=out.resolve(), options=options)
+    ab = AgentbenchConfig(
+        taskpacks=taskpacks,
+        suites=sorted(set(suites)),
+        variant=variant,
+        attempts=attempts,
+        quarantine=opt("agentbench_quarantine") or ini("agentbench_quarantine") or "run",
+        out=out.resolve(),
+        options=options,
+    )
     loaded = discover(taskpacks, ab.suites)
     for problem in loaded.problems:
         if problem.path.name != "task.yaml":
@@ -212,6 +234,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
+    if call.excinfo is not None and isinstance(call.excinfo.value, SHORT_FAILURES):
+        report.longrepr = str(call.excinfo.value)  # one short text, no traceback
     record = getattr(item, "agentbench_record", None)
     if record is None or getattr(item, "_agentbench_attached", False):
         return report
@@ -259,9 +283,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     merge_events(ab.state)
     if ab.options["sandbox"] == "docker":
-        from pytest_agentbench.sandbox.docker import sweep_run
+        from pytest_agentbench.sandbox.docker import DockerSandboxFactory
 
-        sweep_run(ab.state.run_id)
+        DockerSandboxFactory().sweep({"agentbench.run_id": ab.state.run_id})
     try:
         from pytest_agentbench.reporting.summary import write_summary
 
@@ -276,8 +300,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         return
     counts = ", ".join(f"{n} {k}" for k, n in sorted(ab.outcomes.items())) or "none"
     terminalreporter.write_sep("-", "agentbench")
-    terminalreporter.write_line(f"run {ab.state.run_id} ({ab.variant.name}): "
-                                f"{ab.recorded} attempts recorded ({counts})")
+    terminalreporter.write_line(
+        f"run {ab.state.run_id} ({ab.variant.name}): {ab.recorded} attempts recorded ({counts})"
+    )
     terminalreporter.write_line(f"run dir: {ab.state.run_dir}")
 
 
@@ -289,6 +314,3 @@ class _XdistController:
         assert self.ab.state is not None
         node.workerinput["agentbench_state"] = self.ab.state.to_wire()
         node.workerinput["agentbench_image"] = self.ab.image
-
-
-

@@ -49,19 +49,33 @@ def new_run_id(suites: list[str], variant: str) -> str:
     return f"{stamp}__{safe}__{variant}__{secrets.token_hex(3)}"
 
 
-def start_run(out: Path, suites: list[str], variant: str, config: dict[str, Any],
-              config_hash: str, resume: Path | None) -> RunState:
+def start_run(
+    out: Path,
+    suites: list[str],
+    variant: str,
+    config: dict[str, Any],
+    config_hash: str,
+    resume: Path | None,
+) -> RunState:
     token = secrets.token_hex(4)
     if resume is None:
         run_id = new_run_id(suites, variant.replace("/", "_"))
         run_dir = out / run_id
         run_dir.mkdir(parents=True, exist_ok=False)
-        write_json(run_dir / "run.json", {
-            "run_id": run_id, "suites": suites, "variant": variant, "config": config,
-            "config_hash": config_hash, "harness_version": harness_version(),
-            "package_version": __version__,
-            "started_at": datetime.now(UTC).isoformat(), "sessions": [token],
-        })
+        write_json(
+            run_dir / "run.json",
+            {
+                "run_id": run_id,
+                "suites": suites,
+                "variant": variant,
+                "config": config,
+                "config_hash": config_hash,
+                "harness_version": harness_version(),
+                "package_version": __version__,
+                "started_at": datetime.now(UTC).isoformat(),
+                "sessions": [token],
+            },
+        )
         return RunState(run_id, str(run_dir), config_hash, token)
     meta_path = resume / "run.json"
     if not meta_path.is_file():
@@ -72,10 +86,15 @@ def start_run(out: Path, suites: list[str], variant: str, config: dict[str, Any]
         diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
         raise ResumeError(
             f"--agentbench-resume {resume}: the configuration differs from the recorded run "
-            f"({', '.join(diff) or 'config hash'}); start a new run or use the same options")
-    done = sorted({f"{r['task_id']}#{r['attempt_index']}" for r in
-                   read_jsonl(resume / "attempts.jsonl") if r.get("variant_config_hash")
-                   == config.get("variant_config_hash")})
+            f"({', '.join(diff) or 'config hash'}); start a new run or use the same options"
+        )
+    done = sorted(
+        {
+            f"{r['task_id']}#{r['attempt_index']}"
+            for r in read_jsonl(resume / "attempts.jsonl")
+            if r.get("variant_config_hash") == config.get("variant_config_hash")
+        }
+    )
     meta.setdefault("sessions", []).append(token)
     write_json(meta_path, meta)
     return RunState(meta["run_id"], str(resume), config_hash, token, done)

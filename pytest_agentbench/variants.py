@@ -27,7 +27,7 @@ from pytest_agentbench.agents.builtin import BUILTIN_AGENTS
 
 ENTRY_POINT_GROUP = "pytest_agentbench.agents"
 VARIANT_KEYS = {"name", "agent", "params", "model", "budgets", "description"}
-BUILTIN_VARIANT_DIR = Path(__file__).parent / "variants"
+BUILTIN_VARIANT_DIR = Path(__file__).parent / "variant_files"
 
 
 class VariantError(Exception):
@@ -44,8 +44,13 @@ class Variant:
     source: str = "builtin"
 
     def config(self) -> dict[str, Any]:
-        return {"name": self.name, "agent": self.agent, "params": self.params,
-                "model": self.model, "budgets": self.budgets}
+        return {
+            "name": self.name,
+            "agent": self.agent,
+            "params": self.params,
+            "model": self.model,
+            "budgets": self.budgets,
+        }
 
     def config_hash(self, extra: dict[str, Any] | None = None) -> str:
         blob = json.dumps({**self.config(), **(extra or {})}, sort_keys=True, default=str)
@@ -53,7 +58,7 @@ class Variant:
 
 
 def load_variant(value: str) -> Variant:
-    """A built-in agent name, a bundled variant name (variants/<name>.yaml), or a YAML path."""
+    """A built-in agent name, a bundled variant (variant_files/<name>.yaml), or a YAML path."""
     path = Path(value)
     if not path.suffix and (BUILTIN_VARIANT_DIR / f"{value}.yaml").is_file():
         path = BUILTIN_VARIANT_DIR / f"{value}.yaml"
@@ -68,16 +73,23 @@ def load_variant(value: str) -> Variant:
             raise VariantError(f"{value}: expected a mapping at the top level")
         unknown = sorted(set(data) - VARIANT_KEYS)
         if unknown:
-            raise VariantError(f"{value}: {unknown[0]}: unknown key (expected one of "
-                               f"{', '.join(sorted(VARIANT_KEYS))})")
+            raise VariantError(
+                f"{value}: {unknown[0]}: unknown key (expected one of "
+                f"{', '.join(sorted(VARIANT_KEYS))})"
+            )
         if not isinstance(data.get("agent"), str):
             raise VariantError(f"{value}: agent: required, the name of an agent")
         for key in ("params", "model", "budgets"):
             if not isinstance(data.get(key, {}), dict):
                 raise VariantError(f"{value}: {key}: expected a mapping")
-        return Variant(name=str(data.get("name") or path.stem), agent=data["agent"],
-                       params=data.get("params") or {}, model=data.get("model") or {},
-                       budgets=data.get("budgets") or {}, source=str(path))
+        return Variant(
+            name=str(data.get("name") or path.stem),
+            agent=data["agent"],
+            params=data.get("params") or {},
+            model=data.get("model") or {},
+            budgets=data.get("budgets") or {},
+            source=str(path),
+        )
     return Variant(name=value, agent=value)
 
 
@@ -100,5 +112,7 @@ def agent_factories(hook_results: list[dict[str, Any]] | None = None) -> dict[st
 
 def make_agent(variant: Variant, factories: dict[str, Any]) -> Any:
     if variant.agent not in factories:
-        raise VariantError(f"unknown agent {variant.agent!r}; known: {', '.join(sorted(factories))}")
+        raise VariantError(
+            f"unknown agent {variant.agent!r}; known: {', '.join(sorted(factories))}"
+        )
     return factories[variant.agent]()

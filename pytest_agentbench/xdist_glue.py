@@ -25,8 +25,9 @@ def worker_id(config: pytest.Config) -> str:
 def crash_record(ab: AgentbenchConfig, report: pytest.TestReport) -> dict[str, Any] | None:
     """A worker died mid-attempt: record it as SANDBOX_ERROR rather than leave a silent gap."""
     path_part, _, name = report.nodeid.partition("::")
-    loaded = next((t for p, t in ab.tasks_by_path.items() if p.as_posix().endswith(path_part)),
-                  None)
+    loaded = next(
+        (t for p, t in ab.tasks_by_path.items() if p.as_posix().endswith(path_part)), None
+    )
     if loaded is None or ab.state is None:
         return None
     index = 0
@@ -34,18 +35,34 @@ def crash_record(ab: AgentbenchConfig, report: pytest.TestReport) -> dict[str, A
         index = int(name.rsplit("-attempt", 1)[1].rstrip("]")) - 1
     env, now = loaded.spec.environment, utc_now()
     record = AttemptRecord(
-        run_id=ab.state.run_id, attempt_id=f"{ab.state.run_id}:{loaded.id}:{ab.variant.name}:{index}",
-        task_id=loaded.id, suite=loaded.spec.suite, variant=ab.variant.name,
-        variant_config_hash=ab.variant_hash(), attempt_index=index,
-        task_spec_version=loaded.spec.task_spec_version, task_commit=loaded.spec.repo.commit,
-        harness_version=_version(), worker=str(getattr(report, "node", "worker") or "worker"),
-        timestamps=Timestamps(started_at=now, ended_at=now), duration_sec=0.0,
-        result=Result(passed=False, failure_reason=Reason.SANDBOX_ERROR, sub_reason="WORKER_CRASH",
-                      summary=str(report.longrepr).splitlines()[-1][:300] if report.longrepr
-                      else "worker crashed"),
-        limits=Limits(timeout_sec=env.timeout_sec, tool_timeout_sec=env.tool_timeout_sec,
-                      max_steps=loaded.spec.agent.max_steps, cpu_limit=env.cpu_limit,
-                      mem_limit_mb=env.mem_limit_mb),
+        run_id=ab.state.run_id,
+        attempt_id=f"{ab.state.run_id}:{loaded.id}:{ab.variant.name}:{index}",
+        task_id=loaded.id,
+        suite=loaded.spec.suite,
+        variant=ab.variant.name,
+        variant_config_hash=ab.variant_hash(),
+        attempt_index=index,
+        task_spec_version=loaded.spec.task_spec_version,
+        task_commit=loaded.spec.repo.commit,
+        harness_version=_version(),
+        worker=str(getattr(report, "node", "worker") or "worker"),
+        timestamps=Timestamps(started_at=now, ended_at=now),
+        duration_sec=0.0,
+        result=Result(
+            passed=False,
+            failure_reason=Reason.SANDBOX_ERROR,
+            sub_reason="WORKER_CRASH",
+            summary=str(report.longrepr).splitlines()[-1][:300]
+            if report.longrepr
+            else "worker crashed",
+        ),
+        limits=Limits(
+            timeout_sec=env.timeout_sec,
+            tool_timeout_sec=env.tool_timeout_sec,
+            max_steps=loaded.spec.agent.max_steps,
+            cpu_limit=env.cpu_limit,
+            mem_limit_mb=env.mem_limit_mb,
+        ),
         pytest_outcome="error",
     )
     return record.to_json_dict()

@@ -1,4 +1,4 @@
-"""The reference agents: oracle (the task's own fix), nop (does nothing), scripted (replays calls)."""
+"""Reference agents: oracle (the task's own fix), nop (does nothing), scripted (replays calls)."""
 
 from __future__ import annotations
 
@@ -30,12 +30,21 @@ class OracleAgent:
     def run(self, ctx: AgentContext) -> AgentOutcome:
         patch_path = ctx.task_dir / ctx.task.oracle.patch
         if not patch_path.is_file():
-            return AgentOutcome("error", Reason.AGENT_GAVE_UP, "NO_ORACLE_PATCH",
-                                f"no reference solution at {patch_path.name}")
+            return AgentOutcome(
+                "error",
+                Reason.AGENT_GAVE_UP,
+                "NO_ORACLE_PATCH",
+                f"no reference solution at {patch_path.name}",
+            )
         result = ctx.toolbox.call("apply_patch", {"unified_diff": patch_path.read_text("utf-8")})
         if not result.ok:
-            return AgentOutcome("patch_rejected", Reason.TOOL_ERROR, "PATCH_REJECTED",
-                                f"oracle patch rejected: {result.error_message}", steps=1)
+            return AgentOutcome(
+                "patch_rejected",
+                Reason.TOOL_ERROR,
+                "PATCH_REJECTED",
+                f"oracle patch rejected: {result.error_message}",
+                steps=1,
+            )
         return AgentOutcome("done", summary=f"applied {patch_path.name}", steps=1)
 
 
@@ -82,5 +91,4 @@ class ScriptedAgent:
         return AgentOutcome("done", steps=len(steps), summary=f"replayed {len(steps)} calls")
 
 
-BUILTIN_AGENTS: dict[str, Any] = {"nop": NopAgent, "oracle": OracleAgent,
-                                  "scripted": ScriptedAgent}
+BUILTIN_AGENTS: dict[str, Any] = {"nop": NopAgent, "oracle": OracleAgent, "scripted": ScriptedAgent}

@@ -17,9 +17,9 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def _gc(args: argparse.Namespace) -> int:
-    from pytest_agentbench.sandbox.docker import gc
+    from pytest_agentbench.sandbox.docker import DockerSandboxFactory
 
-    removed = gc(older_than_sec=args.older_than)
+    removed = DockerSandboxFactory().gc(older_than_sec=args.older_than)
     print(f"agentbench gc: removed {removed} container(s)")
     return 0
 
@@ -49,8 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     gc = sub.add_parser("gc", help="remove leftover agentbench containers")
     gc.add_argument("--older-than", type=float, default=None, metavar="SEC")
     gc.set_defaults(func=_gc)
-    image = sub.add_parser("image", help="runner image").add_subparsers(dest="image_cmd",
-                                                                         required=True)
+    image = sub.add_parser("image", help="runner image").add_subparsers(
+        dest="image_cmd", required=True
+    )
     build = image.add_parser("build", help="build the runner image (no-op when up to date)")
     build.add_argument("--base", choices=["auto", "registry", "local"], default="auto")
     build.add_argument("--force", action="store_true")

@@ -14,25 +14,32 @@ from pytest_agentbench.spec.taxonomy import Reason
 class Verdict:
     """A task-level verdict: reason, sub-reason and one line for people. None reason = valid."""
 
-    def __init__(self, reason: Reason | None = None, sub_reason: str | None = None,
-                 summary: str = "") -> None:
+    def __init__(
+        self, reason: Reason | None = None, sub_reason: str | None = None, summary: str = ""
+    ) -> None:
         self.reason, self.sub_reason, self.summary = reason, sub_reason, summary
 
 
 def to_run(result: ExecResult) -> BaselineRun:
     return BaselineRun(
-        exit_code=result.exit_code, timed_out=result.timed_out,
+        exit_code=result.exit_code,
+        timed_out=result.timed_out,
         duration_sec=result.duration_ms / 1000,
-        stdout_sha256=sha256(result.stdout), stderr_sha256=sha256(result.stderr),
+        stdout_sha256=sha256(result.stdout),
+        stderr_sha256=sha256(result.stderr),
         signature=signature(result.exit_code, result.stdout, result.stderr),
     )
 
 
-def evaluate(validation: ValidationSpec, results: list[ExecResult]) -> tuple[BaselineValidation,
-                                                                                 Verdict]:
+def evaluate(
+    validation: ValidationSpec, results: list[ExecResult]
+) -> tuple[BaselineValidation, Verdict]:
     runs = [to_run(r) for r in results]
     record = BaselineValidation(
-        attempted=True, exit_code=runs[0].exit_code, runs=runs, flake_check_runs=len(runs),
+        attempted=True,
+        exit_code=runs[0].exit_code,
+        runs=runs,
+        flake_check_runs=len(runs),
         signature=runs[0].signature,
     )
     verdict = _judge(validation, results, runs)
@@ -44,44 +51,64 @@ def evaluate(validation: ValidationSpec, results: list[ExecResult]) -> tuple[Bas
     return record, verdict
 
 
-def _judge(validation: ValidationSpec, results: list[ExecResult],
-           runs: list[BaselineRun]) -> Verdict:
+def _judge(
+    validation: ValidationSpec, results: list[ExecResult], runs: list[BaselineRun]
+) -> Verdict:
     cmd = validation.failing_command
     if any(r.timed_out for r in results):
-        return Verdict(Reason.SETUP_FAILED, "BASELINE_TIMEOUT",
-                       f"failing_command timed out: {cmd}")
+        return Verdict(Reason.SETUP_FAILED, "BASELINE_TIMEOUT", f"failing_command timed out: {cmd}")
     passed = [r.exit_code == 0 for r in results]
     if all(passed):
-        return Verdict(Reason.BASELINE_NOT_FAILING, None,
-                       f"failing_command passes before any change ({len(runs)} runs): {cmd}")
+        return Verdict(
+            Reason.BASELINE_NOT_FAILING,
+            None,
+            f"failing_command passes before any change ({len(runs)} runs): {cmd}",
+        )
     if any(passed):
         codes = ", ".join(str(r.exit_code) for r in runs)
-        return Verdict(Reason.BASELINE_FLAKY, "PASS_FAIL_MIX",
-                       f"failing_command passed in some runs and failed in others (exit {codes})")
+        return Verdict(
+            Reason.BASELINE_FLAKY,
+            "PASS_FAIL_MIX",
+            f"failing_command passed in some runs and failed in others (exit {codes})",
+        )
     if len({tuple(r.signature) for r in runs}) > 1:
-        return Verdict(Reason.BASELINE_FLAKY, "SIGNATURE_CHANGED",
-                       f"failing_command failed differently across {len(runs)} runs: "
-                       + " | ".join(",".join(r.signature) for r in runs))
+        return Verdict(
+            Reason.BASELINE_FLAKY,
+            "SIGNATURE_CHANGED",
+            f"failing_command failed differently across {len(runs)} runs: "
+            + " | ".join(",".join(r.signature) for r in runs),
+        )
     first = results[0]
     text = first.stdout + "\n" + first.stderr
     if validation.expected_exit_codes and first.exit_code not in validation.expected_exit_codes:
-        return Verdict(Reason.SETUP_FAILED, "UNEXPECTED_EXIT_CODE",
-                       f"failing_command exited {first.exit_code}, expected one of "
-                       f"{validation.expected_exit_codes}")
-    if validation.expected_failure_regex and not re.search(validation.expected_failure_regex,
-                                                           text):
-        return Verdict(Reason.SETUP_FAILED, "EXPECTED_FAILURE_NOT_SEEN",
-                       f"failing_command output does not match expected_failure_regex "
-                       f"{validation.expected_failure_regex!r}")
+        return Verdict(
+            Reason.SETUP_FAILED,
+            "UNEXPECTED_EXIT_CODE",
+            f"failing_command exited {first.exit_code}, expected one of "
+            f"{validation.expected_exit_codes}",
+        )
+    if validation.expected_failure_regex and not re.search(validation.expected_failure_regex, text):
+        return Verdict(
+            Reason.SETUP_FAILED,
+            "EXPECTED_FAILURE_NOT_SEEN",
+            f"failing_command output does not match expected_failure_regex "
+            f"{validation.expected_failure_regex!r}",
+        )
     if validation.disallowed_failure_regex:
         match = re.search(validation.disallowed_failure_regex, text)
         if match:
-            return Verdict(Reason.SETUP_FAILED, "DISALLOWED_FAILURE",
-                           f"failing_command fails for a disallowed reason: {match.group(0)!r}")
+            return Verdict(
+                Reason.SETUP_FAILED,
+                "DISALLOWED_FAILURE",
+                f"failing_command fails for a disallowed reason: {match.group(0)!r}",
+            )
     if validation.expected_failing_tests:
         failing = {node.split(" ", 1)[-1] for node in runs[0].signature}
         missing = [t for t in validation.expected_failing_tests if t not in failing]
         if missing:
-            return Verdict(Reason.SETUP_FAILED, "EXPECTED_TESTS_NOT_FAILING",
-                           f"expected failing tests did not fail: {', '.join(missing)}")
+            return Verdict(
+                Reason.SETUP_FAILED,
+                "EXPECTED_TESTS_NOT_FAILING",
+                f"expected failing tests did not fail: {', '.join(missing)}",
+            )
     return Verdict()

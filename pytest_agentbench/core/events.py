@@ -25,8 +25,14 @@ def utc_now() -> str:
 class EventSink:
     """Events of one attempt, appended to `path`."""
 
-    def __init__(self, path: Path | None, run_id: str, task_id: str, attempt_id: str,
-                 redact: Redact | None = None) -> None:
+    def __init__(
+        self,
+        path: Path | None,
+        run_id: str,
+        task_id: str,
+        attempt_id: str,
+        redact: Redact | None = None,
+    ) -> None:
         self.path = path
         self.ids = {"run_id": run_id, "task_id": task_id, "attempt_id": attempt_id}
         self.redact = redact or (lambda text: text)
@@ -37,15 +43,27 @@ class EventSink:
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
 
-    def emit(self, type_: str, actor: Actor = "harness", parent_event_id: str | None = None,
-             span_id: str | None = None, **fields: Any) -> str:
+    def emit(
+        self,
+        type_: str,
+        actor: Actor = "harness",
+        parent_event_id: str | None = None,
+        span_id: str | None = None,
+        **fields: Any,
+    ) -> str:
         model = EVENT_TYPES[type_]
         with self.lock:
             event_id = uuid.uuid4().hex
             event = model(
-                event_id=event_id, seq=self.seq, ts=utc_now(),
-                mono_ms=int((time.monotonic() - self.start) * 1000), actor=actor,
-                parent_event_id=parent_event_id, span_id=span_id, **self.ids, **fields,
+                event_id=event_id,
+                seq=self.seq,
+                ts=utc_now(),
+                mono_ms=int((time.monotonic() - self.start) * 1000),
+                actor=actor,
+                parent_event_id=parent_event_id,
+                span_id=span_id,
+                **self.ids,
+                **fields,
             )
             self.seq += 1
             line = self.redact(event.model_dump_json())

@@ -30,8 +30,10 @@ def _pathspec() -> str:
 
 def snapshot_tree(sandbox: Sandbox, timeout_sec: float = 60) -> str:
     """The tree id of the workspace as it is now (tracked + untracked, minus ignored/junk)."""
-    cmd = (f"cp .git/index {INDEX} 2>/dev/null; export GIT_INDEX_FILE={INDEX}; "
-           f"{_GIT} add -A -- . {_pathspec()} && {_GIT} write-tree")
+    cmd = (
+        f"cp .git/index {INDEX} 2>/dev/null; export GIT_INDEX_FILE={INDEX}; "
+        f"{_GIT} add -A -- . {_pathspec()} && {_GIT} write-tree"
+    )
     result = sandbox.exec(cmd, timeout_sec=timeout_sec)
     if not result.ok:
         raise SandboxError(f"git snapshot failed: {result.stderr.strip()[-300:]}")

@@ -43,12 +43,14 @@ def truncate(
     if total <= head_lines + tail_lines and len(text.encode()) <= max_bytes:
         return Truncated(text, False, total, total, 0)
     head = lines[:head_lines]
-    tail = lines[max(head_lines, total - tail_lines):] if tail_lines else []
+    tail = lines[max(head_lines, total - tail_lines) :] if tail_lines else []
     half = max_bytes // 2
     head_text = _cap("".join(head), half, keep_start=True)
     tail_text = _cap("".join(tail), half, keep_start=False)
     dropped = total - len(head) - len(tail)
-    marker = f"\n[... agentbench: {dropped} lines / {len(text.encode())} bytes in all; truncated ...]\n"
+    marker = (
+        f"\n[... agentbench: {dropped} lines / {len(text.encode())} bytes in all; truncated ...]\n"
+    )
     return Truncated(head_text + marker + tail_text, True, total, len(head), len(tail))
 
 

@@ -15,7 +15,7 @@ from pytest_agentbench.core.patch_parse import Hunk
 Line = tuple[str, str]
 _TOKEN = re.compile(r"\w+")
 _CANDIDATES = 12
-_SCAN_LINES = 20_000
+_SCAN_LINES = 100_000
 _SHOW_MAX = 40
 _MARGIN = 2
 

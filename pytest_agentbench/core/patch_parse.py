@@ -203,6 +203,8 @@ def _git_line_name(line: str) -> str:
     left, right = rest[:half], rest[half + 1:]
     if left.startswith("a/") and right.startswith("b/") and left[2:] == right[2:]:
         return left[2:]
+    if left == right:  # git diff --no-prefix
+        return left
     raise PatchError(f"cannot tell the file name from {line.strip()!r}")
 
 
@@ -271,6 +273,9 @@ def _read_hunk(lines: list[str], start: int, section: _Section) -> int:
     old_start, new_start = int(match[1]), int(match[3])
     old_count = 1 if match[2] is None else int(match[2])
     new_count = 1 if match[4] is None else int(match[4])
+    if (old_start == 0 and old_count) or (new_start == 0 and new_count):
+        raise PatchError("line numbers in a hunk header start at 1 (0 only with a count of 0)",
+                         file=name, hunk_index=index, hunk_header=header)
     hunk = Hunk(old_start, old_count, new_start, new_count, header[: header.index("@@", 2) + 2])
     old_left, new_left = old_count, new_count
     i = start + 1

@@ -18,15 +18,22 @@ from pytest_agentbench.core.gitops import diff_trees, snapshot_tree
 from pytest_agentbench.core.globs import matches_any
 from pytest_agentbench.core.ports import Sandbox
 from pytest_agentbench.core.rundir import AttemptPaths
-from pytest_agentbench.core.tools import ToolResult, Toolbox
+from pytest_agentbench.core.tools import Toolbox, ToolResult
 from pytest_agentbench.spec.records import AgentStats
 
 MUTATING = frozenset({"apply_patch", "write_file", "remove_file", "run"})
 
 
 class RecordingToolbox:
-    def __init__(self, inner: Toolbox, sandbox: Sandbox, paths: AttemptPaths, events: EventSink,
-                 redact: Callable[[str], str], deadline: float) -> None:
+    def __init__(
+        self,
+        inner: Toolbox,
+        sandbox: Sandbox,
+        paths: AttemptPaths,
+        events: EventSink,
+        redact: Callable[[str], str],
+        deadline: float,
+    ) -> None:
         self.inner, self.sandbox, self.paths, self.events = inner, sandbox, paths, events
         self.redact, self.deadline = redact, deadline
         self.policy = inner.policy
@@ -55,8 +62,13 @@ class RecordingToolbox:
                 self.patches_rejected += 1
             if result.error_type == "EDIT_NOT_ALLOWED":
                 self.edits_refused += 1
-        line = {"step": self.step, "ts": utc_now(), "tool": name, "arguments": arguments,
-                "result": result.to_dict()}
+        line = {
+            "step": self.step,
+            "ts": utc_now(),
+            "tool": name,
+            "arguments": arguments,
+            "result": result.to_dict(),
+        }
         with (self.paths.root / "agent" / "tool_calls.jsonl").open("a", encoding="utf-8") as fh:
             fh.write(self.redact(json.dumps(line, ensure_ascii=False, default=str)) + "\n")
         if name in MUTATING:
@@ -72,8 +84,13 @@ class RecordingToolbox:
         self.diff_steps += 1
         path = self.paths.root / "diffs" / f"step_{self.step:04d}.patch"
         path.write_text(self.redact(diff.patch), "utf-8")
-        self.events.emit("patch_applied", actor="tool", step=self.step,
-                         changed_files=diff.files, diff_path=self.paths.relative(path))
+        self.events.emit(
+            "patch_applied",
+            actor="tool",
+            step=self.step,
+            changed_files=diff.files,
+            diff_path=self.paths.relative(path),
+        )
 
     def final_diff(self) -> tuple[list[str], int, str]:
         diff = diff_trees(self.sandbox, self.base_tree, snapshot_tree(self.sandbox))
@@ -91,7 +108,8 @@ class RecordingToolbox:
             if matches_any(path, policy.readonly_globs):
                 return f"changed {path}, which is read-only"
         if policy.max_changed_files is not None and len(files) > policy.max_changed_files:
-            return f"changed {len(files)} files, more than max_changed_files={policy.max_changed_files}"
+            limit = policy.max_changed_files
+            return f"changed {len(files)} files, more than max_changed_files={limit}"
         if policy.max_lines_changed is not None and lines > policy.max_lines_changed:
             return f"changed {lines} lines, more than max_lines_changed={policy.max_lines_changed}"
         return None
@@ -99,8 +117,11 @@ class RecordingToolbox:
     def stats(self, outcome: AgentOutcome | None) -> AgentStats:
         return AgentStats(
             steps=outcome.steps if outcome and outcome.steps else self.step,
-            tool_calls=self.step, tool_errors=self.errors,
-            patches_rejected=self.patches_rejected, edits_refused=self.edits_refused,
-            changed_files=self.changed_files, lines_changed=self.lines_changed,
+            tool_calls=self.step,
+            tool_errors=self.errors,
+            patches_rejected=self.patches_rejected,
+            edits_refused=self.edits_refused,
+            changed_files=self.changed_files,
+            lines_changed=self.lines_changed,
             finished_by=outcome.finished_by if outcome else None,
         )

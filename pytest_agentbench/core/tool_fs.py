@@ -41,7 +41,8 @@ def glob_filter(path: str, root: str, glob: str | None) -> bool:
 
 def list_workspace(files: Files, root: str, glob: str | None) -> list[str]:
     root = "." if root.strip() in ("", ".", "./") else normalize_path(root)
-    if root != ".":
+    listed = files.list(root, None, limit=_ALL)  # raises PathEscape for a symlink out
+    if root != "." and not listed:
         if not files.exists(root):
             raise FileNotFoundError(f"no such directory: {root}")
         try:
@@ -50,11 +51,14 @@ def list_workspace(files: Files, root: str, glob: str | None) -> list[str]:
             pass
         else:
             raise NotADirectoryError(f"{root} is a file, not a directory; use read_file")
-    return [p for p in files.list(root, None, limit=_ALL) if glob_filter(p, root, glob)]
+    return [p for p in listed if glob_filter(p, root, glob)]
 
 
 def list_files(files: Files, policy: ToolPolicy, root: str, glob: str | None) -> ToolResult:
-    found = list_workspace(files, root, glob)
+    try:
+        found = list_workspace(files, root, glob)
+    except NotADirectoryError as exc:
+        return ToolResult.error(ErrorType.INVALID_ARGUMENTS, str(exc))
     shown = found[: policy.max_list_files]
     text = "\n".join(shown)
     if len(found) > len(shown):

@@ -65,6 +65,9 @@ class ToolPolicy:
 
 @dataclass
 class ToolResult:
+    """`ok` is true exactly when `error_type` is None: the tool did what was asked. For `run` that
+    means the command ran to completion; whether it succeeded is its `exit_code`."""
+
     ok: bool
     tool: str = ""
     stdout: str = ""

@@ -80,6 +80,8 @@ class ArgumentError(ValueError):
 def check_arguments(tool: str, arguments: Any) -> dict[str, Any]:
     """Validate `arguments` for `tool`; returns them with integral floats made ints."""
     schema = SCHEMAS_BY_NAME[tool]
+    if arguments is None:
+        arguments = {}
     if not isinstance(arguments, dict):
         raise ArgumentError(f"arguments must be a JSON object, got {type(arguments).__name__}")
     props: dict[str, Any] = schema["properties"]

@@ -17,11 +17,10 @@ from typing import Any
 from pytest_agentbench.core import tool_fs
 from pytest_agentbench.core.globs import matches_any
 from pytest_agentbench.core.output import truncate
-from pytest_agentbench.core.patching import PatchError, plan_patch
+from pytest_agentbench.core.patching import PatchError, normalize_path, plan_patch
 from pytest_agentbench.core.ports import PathEscape, Sandbox, SandboxError
 from pytest_agentbench.core.tool_results import ErrorType, ToolPolicy, ToolResult
 from pytest_agentbench.core.tool_schemas import (
-    SCHEMAS_BY_NAME,
     TOOL_SCHEMAS,
     WRITE_TOOLS,
     ArgumentError,
@@ -34,7 +33,7 @@ EventCallback = Callable[[str, dict[str, Any]], None]
 
 
 class _Refused(Exception):
-    """An edit the policy refuses: EDIT_NOT_ALLOWED or LIMIT_EXCEEDED, with an edit_refused event."""
+    """An edit the policy refuses (EDIT_NOT_ALLOWED / LIMIT_EXCEEDED); emits edit_refused."""
 
     def __init__(self, error_type: ErrorType, path: str, rule: str, message: str) -> None:
         super().__init__(message)
@@ -93,8 +92,9 @@ class Toolbox:
 
     def _dispatch(self, tool: str, arguments: Any) -> ToolResult:
         if tool not in self._handlers:
+            names = [s["function"]["name"] for s in self.tool_schemas()]
             return ToolResult.error(ErrorType.UNKNOWN_TOOL, f"unknown tool {tool!r}; available: "
-                                    f"{', '.join(SCHEMAS_BY_NAME)}")
+                                    f"{', '.join(names)}")
         try:
             args = check_arguments(tool, arguments)
             return self._handlers[tool](**args)
@@ -135,6 +135,7 @@ class Toolbox:
         return tool_fs.search(self.files, self.policy, query, glob, max_results, regex, deadline)
 
     # -- run ------------------------------------------------------------------------------------
+    # `ok` means the command ran to completion (error_type is None); its verdict is `exit_code`.
     def _run(self, command: str, timeout_sec: float | None = None,
              env: dict[str, str] | None = None) -> ToolResult:
         if not command.strip():
@@ -149,7 +150,7 @@ class Toolbox:
         out = truncate(res.stdout, max_bytes=self.policy.max_output_bytes)
         err = truncate(res.stderr, max_bytes=self.policy.max_output_bytes)
         result = ToolResult(
-            ok=res.exit_code == 0 and not res.timed_out, stdout=out.text, stderr=err.text,
+            ok=not res.timed_out, stdout=out.text, stderr=err.text,
             exit_code=res.exit_code,
             stdout_truncated=out.truncated or res.stdout_truncated,
             stderr_truncated=err.truncated or res.stderr_truncated,
@@ -219,7 +220,7 @@ class Toolbox:
     def _writable(self, path: str) -> str:
         if not self.policy.allow_file_write:
             raise _WriteDisabled
-        path = tool_fs.normalize_path(path)
+        path = normalize_path(path)
         self._check_edit(path)
         return path
 
@@ -287,4 +288,9 @@ def _sha256(value: Any) -> str:
 def _os_message(exc: OSError) -> str:
     if exc.strerror and exc.filename:
         return f"{exc.filename}: {exc.strerror}"
-    return str(exc)
+    text = str(exc)
+    if " " not in text:  # a bare path from the Files layer
+        kind = {FileNotFoundError: "no such file or directory",
+                IsADirectoryError: "is a directory", NotADirectoryError: "not a directory"}
+        text = f"{text}: {kind.get(type(exc), type(exc).__name__)}"
+    return text

@@ -7,6 +7,7 @@ code for a non-pass.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
@@ -20,15 +21,29 @@ from pytest_agentbench.core import baseline as baseline_mod
 from pytest_agentbench.core.agent_api import Agent, AgentContext, AgentError, AgentOutcome
 from pytest_agentbench.core.events import EventSink, utc_now
 from pytest_agentbench.core.gitops import dirty_tracked_files
-from pytest_agentbench.core.ports import ExecResult, Sandbox, SandboxError, SandboxFactory, SandboxSpec
+from pytest_agentbench.core.ports import (
+    ExecResult,
+    Sandbox,
+    SandboxError,
+    SandboxFactory,
+    SandboxSpec,
+)
 from pytest_agentbench.core.recording import RecordingToolbox
 from pytest_agentbench.core.rundir import AttemptPaths, write_json
-from pytest_agentbench.core.signatures import signature
-from pytest_agentbench.core.tools import ToolPolicy, Toolbox
-from pytest_agentbench.repos.mirror import MirrorCache, RepoError, resolve_source
+from pytest_agentbench.core.signatures import sha256, signature
+from pytest_agentbench.core.tools import Toolbox, ToolPolicy
+from pytest_agentbench.repos import MirrorCache, RepoError, resolve_source
 from pytest_agentbench.spec.loader import LoadedTask
-from pytest_agentbench.spec.records import (AgentStats, AttemptRecord, BaselineValidation,
-                                            ImageInfo, Limits, Result, SetupInfo, Timestamps)
+from pytest_agentbench.spec.records import (
+    AgentStats,
+    AttemptRecord,
+    BaselineValidation,
+    ImageInfo,
+    Limits,
+    Result,
+    SetupInfo,
+    Timestamps,
+)
 from pytest_agentbench.spec.taxonomy import Reason
 
 
@@ -64,14 +79,21 @@ class TrialConfig:
 
 
 class Trial:
-    def __init__(self, task: LoadedTask, cfg: TrialConfig, sandboxes: SandboxFactory,
-                 mirrors: MirrorCache, agent: Agent) -> None:
+    def __init__(
+        self,
+        task: LoadedTask,
+        cfg: TrialConfig,
+        sandboxes: SandboxFactory,
+        mirrors: MirrorCache,
+        agent: Agent,
+    ) -> None:
         self.task, self.spec, self.cfg = task, task.spec, cfg
         self.sandboxes, self.mirrors, self.agent = sandboxes, mirrors, agent
         self.attempt_id = f"{cfg.run_id}:{self.spec.id}:{cfg.variant}:{cfg.attempt_index}"
         self.paths = AttemptPaths(cfg.run_dir, self.spec.id, cfg.attempt_label)
-        self.events = EventSink(cfg.events_path, cfg.run_id, self.spec.id, self.attempt_id,
-                                cfg.redact)
+        self.events = EventSink(
+            cfg.events_path, cfg.run_id, self.spec.id, self.attempt_id, cfg.redact
+        )
         self.timings: dict[str, float] = {}
         self.open_sandboxes: list[Sandbox] = []
         self.setup = SetupInfo()
@@ -91,25 +113,42 @@ class Trial:
         try:
             result = self._pipeline()
         except Failure as failure:
-            result = Result(passed=False, failure_reason=failure.reason,
-                            sub_reason=failure.sub_reason, summary=failure.summary)
+            result = Result(
+                passed=False,
+                failure_reason=failure.reason,
+                sub_reason=failure.sub_reason,
+                summary=failure.summary,
+            )
         except RepoError as exc:
-            result = Result(passed=False, failure_reason=Reason.SETUP_FAILED,
-                            sub_reason="REPO", summary=str(exc))
+            result = Result(
+                passed=False,
+                failure_reason=Reason.SETUP_FAILED,
+                sub_reason="REPO",
+                summary=str(exc),
+            )
         except SandboxError as exc:
-            result = Result(passed=False, failure_reason=Reason.SANDBOX_ERROR,
-                            summary=f"sandbox failed: {exc}")
+            result = Result(
+                passed=False, failure_reason=Reason.SANDBOX_ERROR, summary=f"sandbox failed: {exc}"
+            )
         except Exception as exc:  # a harness bug must still yield a record
             self.paths.log("harness_error.txt").write_text(
-                self.cfg.redact(traceback.format_exc()), "utf-8")
-            result = Result(passed=False, failure_reason=Reason.SANDBOX_ERROR,
-                            sub_reason="HARNESS_ERROR",
-                            summary=f"harness error: {type(exc).__name__}: {exc}")
+                self.cfg.redact(traceback.format_exc()), "utf-8"
+            )
+            result = Result(
+                passed=False,
+                failure_reason=Reason.SANDBOX_ERROR,
+                sub_reason="HARNESS_ERROR",
+                summary=f"harness error: {type(exc).__name__}: {exc}",
+            )
         finally:
             self._teardown()
         duration = time.monotonic() - start
-        self.events.emit("task_finished", passed=result.passed,
-                         failure_reason=result.failure_reason, duration_ms=int(duration * 1000))
+        self.events.emit(
+            "task_finished",
+            passed=result.passed,
+            failure_reason=result.failure_reason,
+            duration_ms=int(duration * 1000),
+        )
         record = self._record(result, started_at, duration)
         write_json(self.paths.root / "meta" / "timings.json", self.timings)
         write_json(self.paths.root / "meta" / "environment.json", self.environment)
@@ -130,27 +169,40 @@ class Trial:
     def _prepare(self) -> None:
         source = resolve_source(self.spec.repo.url, self.task.task_dir)
         self.workspace.mkdir(parents=True, exist_ok=True)
-        checkout = self.mirrors.checkout(source, self.spec.repo.commit,
-                                         self.workspace / "repo", owner_uid=self.cfg.owner_uid)
+        checkout = self.mirrors.checkout(
+            source, self.spec.repo.commit, self.workspace / "repo", owner_uid=self.cfg.owner_uid
+        )
         self.commit = checkout.commit
         env_dir = self.workspace / "env"
         env_dir.mkdir(exist_ok=True)
         if self.cfg.owner_uid is not None:
             os.chown(env_dir, self.cfg.owner_uid, self.cfg.owner_uid)
-        self.environment["repo"] = {"commit": checkout.commit, "fetched": checkout.fetched,
-                                    "checkout_sec": round(checkout.seconds, 3)}
+        self.environment["repo"] = {
+            "commit": checkout.commit,
+            "fetched": checkout.fetched,
+            "checkout_sec": round(checkout.seconds, 3),
+        }
 
     def _sandbox_spec(self, network: bool) -> SandboxSpec:
         env = self.spec.environment
         return SandboxSpec(
-            image=self.cfg.image, workspace=self.workspace / "repo",
-            env_dir=self.workspace / "env", workdir=env.workdir, network=network,
-            cpu_limit=env.cpu_limit, mem_limit_mb=env.mem_limit_mb, pids_limit=env.pids_limit,
+            image=self.cfg.image,
+            workspace=self.workspace / "repo",
+            env_dir=self.workspace / "env",
+            workdir=env.workdir,
+            network=network,
+            cpu_limit=env.cpu_limit,
+            mem_limit_mb=env.mem_limit_mb,
+            pids_limit=env.pids_limit,
             lifetime_sec=env.timeout_sec + env.setup_timeout_sec + 300,
-            labels={"agentbench.run_id": self.cfg.run_id, "agentbench.task_id": self.spec.id,
-                    "agentbench.worker": self.cfg.worker,
-                    "agentbench.attempt": str(self.cfg.attempt_index)},
-            ca_bundle=self.cfg.ca_bundle if network else None, pip_cache=self.cfg.pip_cache,
+            labels={
+                "agentbench.run_id": self.cfg.run_id,
+                "agentbench.task_id": self.spec.id,
+                "agentbench.worker": self.cfg.worker,
+                "agentbench.attempt": str(self.cfg.attempt_index),
+            },
+            ca_bundle=self.cfg.ca_bundle if network else None,
+            pip_cache=self.cfg.pip_cache,
             full_logs=self.cfg.full_logs,
         )
 
@@ -159,7 +211,8 @@ class Trial:
             sandbox = self.sandboxes.open(self._sandbox_spec(network))
         self.open_sandboxes.append(sandbox)
         self.environment.setdefault("sandboxes", []).append(
-            {"network": network, "facts": sandbox.facts()})
+            {"network": network, "facts": sandbox.facts()}
+        )
         return sandbox
 
     def _setup(self) -> Sandbox:
@@ -168,16 +221,20 @@ class Trial:
         commands = self.spec.setup.commands
         with self._phase("setup"):
             sandbox = self._open(network=setup_net if commands else agent_net)
-            self.setup = SetupInfo(attempted=True, commands=len(commands),
-                                   network=setup_net and bool(commands))
+            self.setup = SetupInfo(
+                attempted=True, commands=len(commands), network=setup_net and bool(commands)
+            )
             budget_end = time.monotonic() + self.spec.environment.setup_timeout_sec
             for command in commands:
                 result = self._exec(sandbox, "setup", command, budget_end - time.monotonic())
                 if not result.ok:
                     self.setup.ok = False
                     sub = "SETUP_TIMEOUT" if result.timed_out else "SETUP_COMMAND_FAILED"
-                    raise Failure(Reason.SETUP_FAILED, f"setup command exited "
-                                  f"{result.exit_code}: {command}", sub)
+                    raise Failure(
+                        Reason.SETUP_FAILED,
+                        f"setup command exited {result.exit_code}: {command}",
+                        sub,
+                    )
             for command in self.spec.setup.capture:
                 self._exec(sandbox, "capture", command, self.spec.environment.tool_timeout_sec)
             dirty, stat = dirty_tracked_files(sandbox)
@@ -185,8 +242,10 @@ class Trial:
             self.paths.log("setup_diff_stat.txt").write_text(stat + "\n", "utf-8")
             if dirty:
                 self.setup.ok = False
-                raise Failure(Reason.SETUP_DIRTY_WORKTREE,
-                              f"setup changed tracked files: {', '.join(dirty[:5])}")
+                raise Failure(
+                    Reason.SETUP_DIRTY_WORKTREE,
+                    f"setup changed tracked files: {', '.join(dirty[:5])}",
+                )
             self.setup.ok = True
         if commands and setup_net != agent_net:
             sandbox.close()
@@ -195,9 +254,16 @@ class Trial:
 
     def _baseline(self, sandbox: Sandbox) -> None:
         validation = self.spec.validation
-        results = [self._exec(sandbox, "baseline", validation.failing_command,
-                              self.spec.environment.tool_timeout_sec, log=f"failing{i or ''}")
-                   for i in range(validation.baseline_runs)]
+        results = [
+            self._exec(
+                sandbox,
+                "baseline",
+                validation.failing_command,
+                self.spec.environment.tool_timeout_sec,
+                log="failing" if i == 0 else f"failing_run{i + 1}",
+            )
+            for i in range(validation.baseline_runs)
+        ]
         self.baseline_output = results[0]
         self.baseline, verdict = baseline_mod.evaluate(validation, results)
         if verdict.reason is not None:
@@ -206,7 +272,8 @@ class Trial:
     def _agent(self, sandbox: Sandbox) -> RecordingToolbox:
         agent_spec = self.spec.agent
         policy = ToolPolicy(
-            editable_globs=agent_spec.editable_globs, readonly_globs=list(agent_spec.readonly_globs),
+            editable_globs=agent_spec.editable_globs,
+            readonly_globs=list(agent_spec.readonly_globs),
             allow_file_write=agent_spec.allow_file_write,
             max_changed_files=agent_spec.max_changed_files,
             max_lines_changed=agent_spec.max_lines_changed,
@@ -214,14 +281,20 @@ class Trial:
             tool_timeout_sec=self.spec.environment.tool_timeout_sec,
         )
         inner = Toolbox(sandbox, policy, on_event=self._tool_event)
-        toolbox = RecordingToolbox(inner, sandbox, self.paths, self.events, self.cfg.redact,
-                                   self.deadline)
+        toolbox = RecordingToolbox(
+            inner, sandbox, self.paths, self.events, self.cfg.redact, self.deadline
+        )
         ctx = AgentContext(
-            task=self.spec, task_dir=self.task.task_dir, toolbox=toolbox,  # type: ignore[arg-type]
-            events=self.events, failing_output=self.baseline_output.stdout[-20000:]
+            task=self.spec,
+            task_dir=self.task.task_dir,
+            toolbox=toolbox,  # type: ignore[arg-type]
+            events=self.events,
+            failing_output=self.baseline_output.stdout[-20000:]
             + self.baseline_output.stderr[-4000:],
-            failing_command=self.spec.validation.failing_command, deadline=self.deadline,
-            max_steps=agent_spec.max_steps, params=self.cfg.agent_params,
+            failing_command=self.spec.validation.failing_command,
+            deadline=self.deadline,
+            max_steps=agent_spec.max_steps,
+            params=self.cfg.agent_params,
             artifacts_dir=self.paths.root / "agent",
         )
         try:
@@ -232,28 +305,45 @@ class Trial:
             raise
         except Exception as exc:
             self.paths.log("agent_error.txt").write_text(
-                self.cfg.redact(traceback.format_exc()), "utf-8")
-            self.outcome = AgentOutcome("error", Reason.AGENT_GAVE_UP, "AGENT_EXCEPTION",
-                                        f"agent raised {type(exc).__name__}: {exc}")
+                self.cfg.redact(traceback.format_exc()), "utf-8"
+            )
+            self.outcome = AgentOutcome(
+                "error",
+                Reason.AGENT_GAVE_UP,
+                "AGENT_EXCEPTION",
+                f"agent raised {type(exc).__name__}: {exc}",
+            )
         self.agent_stats = toolbox.stats(self.outcome)  # refined with the final diff in _score
         return toolbox
 
     def _score(self, sandbox: Sandbox, toolbox: RecordingToolbox) -> Result:
         outcome = self.outcome or AgentOutcome("error")
         if outcome.reason in (Reason.LLM_ERROR, Reason.SANDBOX_ERROR):
-            raise Failure(outcome.reason, outcome.summary or str(outcome.reason),
-                          outcome.sub_reason)
+            raise Failure(
+                outcome.reason, outcome.summary or str(outcome.reason), outcome.sub_reason
+            )
         violation = toolbox.final_diff_violation()
         self.agent_stats = toolbox.stats(outcome)
-        result = self._exec(sandbox, "score", self.spec.validation.passing_command,
-                            self.spec.environment.tool_timeout_sec, log="passing")
+        result = self._exec(
+            sandbox,
+            "score",
+            self.spec.validation.passing_command,
+            self.spec.environment.tool_timeout_sec,
+            log="passing",
+        )
         sig = signature(result.exit_code, result.stdout, result.stderr)
         if violation:
-            return Result(passed=False, exit_code=result.exit_code, signature=sig,
-                          failure_reason=Reason.TOOL_ERROR, sub_reason="EDIT_NOT_ALLOWED",
-                          summary=violation)
+            return Result(
+                passed=False,
+                exit_code=result.exit_code,
+                signature=sig,
+                failure_reason=Reason.TOOL_ERROR,
+                sub_reason="EDIT_NOT_ALLOWED",
+                summary=violation,
+            )
         if result.ok:
             return Result(passed=True, exit_code=0, summary="passing_command exited 0")
+        sub: str | None
         if result.timed_out:
             reason, sub = Reason.TIMEOUT, "PASSING_COMMAND_TIMEOUT"
         elif outcome.reason is not None:
@@ -263,15 +353,21 @@ class Trial:
         else:
             reason, sub = Reason.TESTS_FAILED, None
         detail = ", ".join(s.split(" ", 1)[-1] for s in sig[:3] if not s.startswith("output:"))
-        return Result(passed=False, exit_code=result.exit_code, failure_reason=reason,
-                      sub_reason=sub, signature=sig,
-                      summary=f"passing_command exited {result.exit_code}"
-                      + (f" ({detail})" if detail else "")
-                      + (f"; agent: {outcome.summary}" if outcome.summary else ""))
+        return Result(
+            passed=False,
+            exit_code=result.exit_code,
+            failure_reason=reason,
+            sub_reason=sub,
+            signature=sig,
+            summary=f"passing_command exited {result.exit_code}"
+            + (f" ({detail})" if detail else "")
+            + (f"; agent: {outcome.summary}" if outcome.summary else ""),
+        )
 
     # -- helpers ----------------------------------------------------------------------------------
-    def _exec(self, sandbox: Sandbox, phase: str, command: str, timeout: float,
-              log: str | None = None) -> ExecResult:
+    def _exec(
+        self, sandbox: Sandbox, phase: str, command: str, timeout: float, log: str | None = None
+    ) -> ExecResult:
         result = sandbox.exec(command, timeout_sec=max(1.0, timeout))
         name = log or phase
         for stream in ("stdout", "stderr"):
@@ -280,11 +376,17 @@ class Trial:
                 if log is None:
                     handle.write(f"$ {command}\n")
                 handle.write(self.cfg.redact(text))
-        self.events.emit("command_finished", phase=phase, command=self.cfg.redact(command),
-                         exit_code=result.exit_code, duration_ms=result.duration_ms,
-                         timed_out=result.timed_out, stdout_truncated=result.stdout_truncated,
-                         stderr_truncated=result.stderr_truncated,
-                         stdout_sha256=baseline_mod.sha256(result.stdout))
+        self.events.emit(
+            "command_finished",
+            phase=phase,
+            command=self.cfg.redact(command),
+            exit_code=result.exit_code,
+            duration_ms=result.duration_ms,
+            timed_out=result.timed_out,
+            stdout_truncated=result.stdout_truncated,
+            stderr_truncated=result.stderr_truncated,
+            stdout_sha256=sha256(result.stdout),
+        )
         return result
 
     def _tool_event(self, type_: str, data: dict[str, Any]) -> None:
@@ -298,10 +400,8 @@ class Trial:
 
     def _teardown(self) -> None:
         for sandbox in self.open_sandboxes:
-            try:
+            with contextlib.suppress(Exception):  # the label sweep is the backstop
                 sandbox.close()
-            except Exception:  # noqa: BLE001 - the label sweep is the backstop
-                pass
         repo = self.workspace / "repo"
         if self.cfg.keep_workspace and repo.exists():
             shutil.move(str(repo), self.paths.root / "repo")
@@ -311,25 +411,42 @@ class Trial:
         env = self.spec.environment
         outcome = self.outcome
         return AttemptRecord(
-            run_id=self.cfg.run_id, attempt_id=self.attempt_id, task_id=self.spec.id,
-            suite=self.spec.suite, variant=self.cfg.variant,
+            run_id=self.cfg.run_id,
+            attempt_id=self.attempt_id,
+            task_id=self.spec.id,
+            suite=self.spec.suite,
+            variant=self.cfg.variant,
             variant_config_hash=self.cfg.variant_config_hash,
-            attempt_index=self.cfg.attempt_index, task_spec_version=self.spec.task_spec_version,
+            attempt_index=self.cfg.attempt_index,
+            task_spec_version=self.spec.task_spec_version,
             task_commit=getattr(self, "commit", self.spec.repo.commit),
-            harness_version=self.cfg.harness_version, worker=self.cfg.worker,
+            harness_version=self.cfg.harness_version,
+            worker=self.cfg.worker,
             quarantined=self.cfg.quarantined,
-            model=outcome.model if outcome else None, usage=outcome.usage if outcome else None,
+            model=outcome.model if outcome else None,
+            usage=outcome.usage if outcome else None,
             timestamps=Timestamps(started_at=started_at, ended_at=utc_now()),
-            duration_sec=round(duration, 3), timings=self.timings, setup=self.setup,
-            baseline_validation=self.baseline, agent=self.agent_stats, result=result,
-            limits=Limits(timeout_sec=env.timeout_sec, tool_timeout_sec=env.tool_timeout_sec,
-                          max_steps=self.spec.agent.max_steps, cpu_limit=env.cpu_limit,
-                          mem_limit_mb=env.mem_limit_mb),
-            image=ImageInfo(name=self.cfg.image, id=self.cfg.image_id,
-                            digest=self.cfg.image_digest),
-            artifact_paths={"task_dir": self.paths.rel.as_posix(),
-                            "failing_stdout": "logs/failing_stdout.txt",
-                            "passing_stdout": "logs/passing_stdout.txt"},
+            duration_sec=round(duration, 3),
+            timings=self.timings,
+            setup=self.setup,
+            baseline_validation=self.baseline,
+            agent=self.agent_stats,
+            result=result,
+            limits=Limits(
+                timeout_sec=env.timeout_sec,
+                tool_timeout_sec=env.tool_timeout_sec,
+                max_steps=self.spec.agent.max_steps,
+                cpu_limit=env.cpu_limit,
+                mem_limit_mb=env.mem_limit_mb,
+            ),
+            image=ImageInfo(
+                name=self.cfg.image, id=self.cfg.image_id, digest=self.cfg.image_digest
+            ),
+            artifact_paths={
+                "task_dir": self.paths.rel.as_posix(),
+                "failing_stdout": "logs/failing_stdout.txt",
+                "passing_stdout": "logs/passing_stdout.txt",
+            },
         )
 
 
@@ -346,6 +463,10 @@ class _Phase:
         seconds = time.monotonic() - self.start
         self.trial.timings[self.name] = round(self.trial.timings.get(self.name, 0) + seconds, 3)
         if self.emit:
-            self.trial.events.emit("phase_finished", phase=self.name, ok=exc is None,
-                                   duration_ms=int(seconds * 1000),
-                                   detail=str(exc)[:300] if exc else "")
+            self.trial.events.emit(
+                "phase_finished",
+                phase=self.name,
+                ok=exc is None,
+                duration_ms=int(seconds * 1000),
+                detail=str(exc)[:300] if exc else "",
+            )

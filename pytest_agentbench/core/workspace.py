@@ -31,8 +31,9 @@ class HostFiles:
             raise PathEscape(f"invalid path {path!r}")
         pure = PurePosixPath(path)
         if pure.is_absolute():
-            raise PathEscape(f"{path}: absolute paths are not allowed; use a path relative "
-                             "to the workspace root")
+            raise PathEscape(
+                f"{path}: absolute paths are not allowed; use a path relative to the workspace root"
+            )
         parts: list[str] = []
         for part in pure.parts:
             if part == "..":

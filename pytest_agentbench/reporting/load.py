@@ -15,10 +15,12 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
+from pydantic import TypeAdapter, ValidationError
+from typing_extensions import Required, TypedDict
 
 from pytest_agentbench.spec.taxonomy import BLAME, Reason
 
@@ -83,7 +85,7 @@ def load_run(run_dir: str | Path, validate: bool = False) -> Run:
         raise ReportError(f"{attempts_path}: missing (no attempt was recorded in this run)")
     records, warnings = _read_jsonl(attempts_path)
     if validate:
-        _validate(records, attempts_path)
+        _validate(attempts_path)
     frame = records_to_frame(records, str(attempts_path))
     before = len(frame)
     if before:
@@ -108,38 +110,113 @@ def _read_meta(path: Path) -> dict[str, Any]:
     return data
 
 
+class _Result(TypedDict, total=False):
+    passed: Required[bool]
+    failure_reason: str | None
+    summary: str
+    signature: list[str]
+
+
+class _Usage(TypedDict, total=False):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    cost_usd: float | None
+
+
+class _Agent(TypedDict, total=False):
+    steps: int
+
+
+class _Baseline(TypedDict, total=False):
+    is_flaky: bool
+
+
+class _Image(TypedDict, total=False):
+    name: str
+    id: str | None
+    digest: str | None
+
+
+class _Timestamps(TypedDict, total=False):
+    started_at: str
+
+
+class _Record(TypedDict, total=False):
+    """The slice of `AttemptRecord` the reports read; other keys are skipped by the parser."""
+
+    run_id: Required[str]
+    attempt_id: Required[str]
+    task_id: Required[str]
+    suite: Required[str]
+    variant: Required[str]
+    attempt_index: Required[int]
+    task_commit: Required[str]
+    harness_version: Required[str]
+    quarantined: str | None
+    duration_sec: float
+    result: Required[_Result]
+    usage: _Usage | None
+    agent: _Agent
+    baseline_validation: _Baseline
+    image: _Image | None
+    limits: dict[str, Any]
+    artifact_paths: dict[str, str]
+    timestamps: _Timestamps
+
+
+_ONE = TypeAdapter(_Record)
+_MANY = TypeAdapter(list[_Record])
+
+
 def _read_jsonl(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
-    data = path.read_bytes()
-    lines = data.split(b"\n")
-    records: list[dict[str, Any]] = []
+    """Parse the records, skipping blank lines and a truncated last line (with a warning).
+
+    Fast path: the whole file as one JSON array through pydantic-core, which materialises only
+    the fields of `_Record`. On failure, lines are parsed one by one to name the bad one.
+    """
+    lines = [line for line in path.read_bytes().split(b"\n") if line.strip()]
     warnings: list[str] = []
-    last = len(lines) - 1
-    loads = json.loads
-    for number, line in enumerate(lines):
-        if not line.strip():
-            continue
+    if lines:
         try:
-            obj = loads(line)
-        except ValueError as exc:
-            if number == last:  # no trailing newline: a partial write
-                warnings.append(f"{path}:{number + 1}: truncated last line skipped")
-                continue
-            raise ReportError(f"{path}:{number + 1}: not valid JSON ({exc})") from exc
-        if not isinstance(obj, dict):
-            raise ReportError(f"{path}:{number + 1}: expected a JSON object")
-        records.append(obj)
-    return records, warnings
+            _ONE.validate_json(lines[-1])
+        except ValidationError:
+            if not _is_json(lines[-1]):  # a writer killed mid-line
+                warnings.append(f"{path}: truncated last line skipped")
+                lines.pop()
+    try:
+        records = _MANY.validate_json(b"[" + b",".join(lines) + b"]")
+    except ValidationError:
+        records = []
+        for number, line in enumerate(lines, 1):
+            try:
+                records.append(_ONE.validate_json(line))
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"])
+                raise ReportError(f"{path}: record {number}: {where}: {first['msg']}") from exc
+    return cast(list[dict[str, Any]], records), warnings
 
 
-def _validate(records: list[dict[str, Any]], path: Path) -> None:
-    from pydantic import ValidationError
+def _is_json(line: bytes) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return True
 
+
+def _validate(path: Path) -> None:
+    """Full pydantic validation of every record (slow; a truncated last line is tolerated)."""
     from pytest_agentbench.spec.records import AttemptRecord
 
-    for number, rec in enumerate(records, 1):
+    lines = [line for line in path.read_bytes().split(b"\n") if line.strip()]
+    for number, line in enumerate(lines, 1):
         try:
-            AttemptRecord.model_validate(rec)
+            AttemptRecord.model_validate_json(line)
         except ValidationError as exc:
+            if number == len(lines) and not _is_json(line):
+                continue
             raise ReportError(f"{path}: record {number} is not a valid AttemptRecord:\n{exc}") \
                 from exc
 
@@ -150,45 +227,53 @@ def _image_key(image: Any) -> str:
     return str(image.get("digest") or image.get("id") or image.get("name") or "")
 
 
-def records_to_frame(records: Iterable[dict[str, Any]], source: str = "<records>") -> pd.DataFrame:
+def canonical_limits(limits: pd.Series) -> pd.Series:
+    """Order-insensitive text of each attempt's `limits` (computed once per distinct value)."""
+    texts = [repr(d) for d in limits]
+    canon: dict[str, str] = {}
+    for text, d in zip(texts, limits, strict=True):
+        if text not in canon:
+            canon[text] = json.dumps(d or {}, sort_keys=True)
+    return pd.Series([canon[t] for t in texts], index=limits.index, dtype=object)
+
+
+def _sub(frame: pd.DataFrame, column: str, fields: dict[str, Any]) -> pd.DataFrame:
+    """Flatten a column of (possibly missing) dicts into `fields`, with defaults."""
+    values = [v if isinstance(v, dict) else {} for v in frame[column]] if column in frame \
+        else [{}] * len(frame)
+    sub = pd.DataFrame.from_records(values, columns=list(fields), index=frame.index)
+    for name, default in fields.items():
+        if default is not None:
+            sub[name] = sub[name].fillna(default)
+    return sub
+
+
+def records_to_frame(records: list[dict[str, Any]], source: str = "<records>") -> pd.DataFrame:
     """Flatten attempt records (plain dicts) into the report frame, column by column."""
-    cols: dict[str, list[Any]] = {name: [] for name in _STR_COLUMNS}
-    extra: dict[str, list[Any]] = {name: [] for name in (
-        "attempt_index", "quarantined", "duration_sec", "passed", "failure_reason", "summary",
-        "signature", "steps", "prompt_tokens", "completion_tokens", "total_tokens", "cost_usd",
-        "is_flaky", "image", "limits", "task_dir", "started_at",
-    )}
-    cols.update(extra)
-    dumps = json.dumps
-    for number, rec in enumerate(records, 1):
-        try:
-            for name in _STR_COLUMNS:
-                cols[name].append(str(rec.get(name) or ""))
-            cols["attempt_index"].append(int(rec.get("attempt_index") or 0))
-            cols["quarantined"].append(rec.get("quarantined"))
-            cols["duration_sec"].append(float(rec.get("duration_sec") or 0.0))
-            result = rec["result"]
-            cols["passed"].append(bool(result.get("passed")))
-            cols["failure_reason"].append(result.get("failure_reason"))
-            cols["summary"].append(result.get("summary") or "")
-            cols["signature"].append("\n".join(result.get("signature") or ()))
-            cols["steps"].append(int((rec.get("agent") or {}).get("steps") or 0))
-            usage = rec.get("usage") or {}
-            cols["prompt_tokens"].append(int(usage.get("prompt_tokens") or 0))
-            cols["completion_tokens"].append(int(usage.get("completion_tokens") or 0))
-            cols["total_tokens"].append(int(usage.get("total_tokens") or 0))
-            cost = usage.get("cost_usd")
-            cols["cost_usd"].append(np.nan if cost is None else float(cost))
-            cols["is_flaky"].append(bool((rec.get("baseline_validation") or {}).get("is_flaky")))
-            cols["image"].append(_image_key(rec.get("image")))
-            cols["limits"].append(dumps(rec.get("limits") or {}, sort_keys=True))
-            cols["task_dir"].append(str((rec.get("artifact_paths") or {}).get("task_dir") or ""))
-            cols["started_at"].append(str((rec.get("timestamps") or {}).get("started_at") or ""))
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ReportError(f"{source}: record {number} is malformed ({exc!r})") from exc
-    frame = pd.DataFrame(cols)
-    if frame.empty:
-        frame = frame.astype({"passed": bool, "is_flaky": bool, "attempt_index": int})
+    raw = pd.DataFrame.from_records(records, columns=list(_Record.__annotations__))
+    result = _sub(raw, "result", {"passed": False, "failure_reason": None, "summary": "",
+                                  "signature": None})
+    usage = _sub(raw, "usage", {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0,
+                                "cost_usd": None})
+    frame = pd.DataFrame({name: raw[name].fillna("").astype(str) for name in _STR_COLUMNS})
+    frame["attempt_index"] = raw["attempt_index"].fillna(0).astype(np.int64)
+    frame["quarantined"] = raw["quarantined"].where(raw["quarantined"].notna(), None)
+    frame["duration_sec"] = raw["duration_sec"].astype(float).fillna(0.0)
+    frame["passed"] = result["passed"].astype(bool)
+    frame["failure_reason"] = result["failure_reason"].where(result["failure_reason"].notna(),
+                                                             None)
+    frame["summary"] = result["summary"].astype(str)
+    frame["signature_list"] = result["signature"]
+    frame["steps"] = _sub(raw, "agent", {"steps": 0})["steps"].astype(np.int64)
+    for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        frame[name] = usage[name].astype(np.int64)
+    frame["cost_usd"] = usage["cost_usd"].astype(float)
+    frame["is_flaky"] = _sub(raw, "baseline_validation", {"is_flaky": False})["is_flaky"] \
+        .astype(bool)
+    frame["image"] = [_image_key(v) for v in raw["image"]]
+    frame["limits_raw"] = raw["limits"]
+    frame["task_dir"] = _sub(raw, "artifact_paths", {"task_dir": ""})["task_dir"].astype(str)
+    frame["started_at"] = _sub(raw, "timestamps", {"started_at": ""})["started_at"].astype(str)
     return _derive(frame, source)
 
 

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from pytest_agentbench.reporting import stats
-from pytest_agentbench.reporting.load import ReportError, Run
+from pytest_agentbench.reporting.load import ReportError, Run, canonical_limits
 
 SCHEMA_VERSION = 1
 CHECKED_FIELDS = ("task_commit", "image", "limits", "harness_version")
@@ -62,25 +62,24 @@ class PairedReport:
     distribution: np.ndarray  # bootstrap replicates of B - A
 
 
-def _per_task_values(df: pd.DataFrame, column: str) -> dict[str, tuple[str, ...]]:
-    uniq = df[["task_id", column]].drop_duplicates()
-    out: dict[str, list[str]] = {}
-    for task, value in zip(uniq["task_id"], uniq[column], strict=True):
-        out.setdefault(task, []).append(str(value))
-    return {t: tuple(sorted(v)) for t, v in out.items()}
-
-
-def _show(values: tuple[str, ...]) -> str:
-    text = ",".join(values) or "(none)"
+def _show(values: list[str]) -> str:
+    text = ",".join(sorted(values)) or "(none)"
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _field_differences(a: Run, b: Run, common: set[str], column: str) -> list[str]:
-    """Tasks (sorted) whose value of `column` differs between the runs, with a description."""
-    av = _per_task_values(a.attempts, column)
-    bv = _per_task_values(b.attempts, column)
-    return [f"{t} (A={_show(av.get(t, ()))}, B={_show(bv.get(t, ()))})"
-            for t in sorted(common) if av.get(t) != bv.get(t)]
+def _field_differences(da: pd.DataFrame, db: pd.DataFrame, common: set[str],
+                       column: str) -> list[str]:
+    """Tasks (sorted) whose set of `column` values differs between the runs, described."""
+    ua = da.loc[da["task_id"].isin(common), ["task_id", column]].drop_duplicates()
+    ub = db.loc[db["task_id"].isin(common), ["task_id", column]].drop_duplicates()
+    both = ua.merge(ub, on=["task_id", column], how="outer", indicator=True)
+    tasks = sorted(set(both.loc[both["_merge"] != "both", "task_id"]))
+    out = []
+    for task in tasks[:_EXAMPLES]:
+        va = list(ua.loc[ua["task_id"] == task, column].astype(str))
+        vb = list(ub.loc[ub["task_id"] == task, column].astype(str))
+        out.append(f"{task} (A={_show(va)}, B={_show(vb)})")
+    return out + tasks[_EXAMPLES:]
 
 
 def _listing(items: list[str]) -> str:
@@ -116,6 +115,8 @@ def pair_runs(
             problems.append(f"tasks: {len(only_a)} task(s) only in A: {_listing(only_a)}")
         if only_b:
             problems.append(f"tasks: {len(only_b)} task(s) only in B: {_listing(only_b)}")
+    da = da.assign(limits=canonical_limits(da["limits_raw"]))
+    db = db.assign(limits=canonical_limits(db["limits_raw"]))
     allowed_diffs: dict[str, int] = {}
     for column in CHECKED_FIELDS:
         if column == "harness_version":
@@ -126,7 +127,7 @@ def pair_runs(
                 else:
                     problems.append(f"harness_version: A={hv_a!r}, B={hv_b!r}")
             continue
-        diffs = _field_differences(a, b, common, column)
+        diffs = _field_differences(da, db, common, column)
         if diffs and column in allowed:
             allowed_diffs[column] = len(diffs)
         elif diffs:

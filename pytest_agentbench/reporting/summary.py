@@ -212,7 +212,8 @@ def signature_keys(frame: pd.DataFrame) -> pd.Series:
     by_summary = summaries.map(normalized)
     reason = frame["failure_reason"].fillna("FAILED").astype(str)
     fallback = reason + ": " + by_summary
-    sig = frame["signature"].str.replace("\n", " | ", regex=False)
+    sig = pd.Series([" | ".join(v) if isinstance(v, list) else "" for v in
+                     frame["signature_list"]], index=frame.index, dtype=object)
     return sig.where(sig != "", fallback)
 
 
@@ -274,8 +275,10 @@ def _scope_table(df: pd.DataFrame, scored: pd.Series, run: Run) -> pd.DataFrame:
     )
     for cat in ("invalid", "flaky", "quarantined", "infra"):
         work[f"_{cat}"] = df["category"] == cat
+    work["_scope_suite"] = work["suite"]
     parts = []
-    for scope_type, key in (("overall", "overall"), ("suite", "suite"), ("task", "task_id")):
+    for scope_type, key in (("overall", "overall"), ("suite", "_scope_suite"),
+                            ("task", "task_id")):
         if work.empty:
             break
         g = work.groupby(key, sort=True)

@@ -1,4 +1,4 @@
-"""The Docker sandbox: one hardened, long-lived container per sandbox; commands run by `docker exec`.
+"""The Docker sandbox: one hardened, long-lived container per sandbox; commands run by docker exec.
 
 Policy (spec §6, improvement 5): non-root user, no capabilities, no-new-privileges, pids/cpu/memory
 limits without swap, read-only root with tmpfs /tmp and home, no network unless the spec asks for
@@ -15,10 +15,13 @@ waits at most `timeout + HOST_GRACE_SEC` before killing the command's processes 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import math
 import os
 import posixpath
 import secrets
+import signal
+import socket
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -30,14 +33,13 @@ import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import Mount
 
-from pytest_agentbench.core.ports import ExecResult, SandboxError, SandboxSpec
+from pytest_agentbench.core.ports import ExecResult, Files, SandboxError, SandboxSpec
 from pytest_agentbench.core.workspace import HostFiles
-from pytest_agentbench.sandbox.local import (
-    CAPTURE_CAP, DETERMINISTIC_ENV, FACTS_SCRIPT, FULL_CAPTURE_CAP, KILL_GRACE_SEC,
-    OutputBuffer, build_result, parse_facts, redact_env,
-)
+from pytest_agentbench.sandbox import local
+from pytest_agentbench.sandbox.local import OutputBuffer
 
 BASE_LABEL = "agentbench"
+OWNER_LABEL = "agentbench.owner"  # <host>:<pid> of the process that created the container
 HOME = "/home/runner"
 CA_PATH = "/etc/ssl/certs/ca-certificates.crt"
 MARKER_VAR = "AGENTBENCH_EXEC_ID"
@@ -101,6 +103,19 @@ def _register(container_id: str, client: docker.DockerClient) -> None:
         if not _atexit_registered:
             atexit.register(remove_live_containers)
             _atexit_registered = True
+            _sigterm_as_interrupt()
+
+
+def _sigterm_as_interrupt() -> None:
+    """Let SIGTERM unwind like Ctrl-C (so teardown and atexit remove the containers), unless
+    someone else already handles it."""
+    if (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL):
+        signal.signal(signal.SIGTERM, _raise_interrupt)
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def _unregister(container_id: str) -> None:
@@ -108,17 +123,31 @@ def _unregister(container_id: str) -> None:
         _LIVE.pop(container_id, None)
 
 
+def remove_container(api: Any, container_id: str) -> bool:
+    """Force-remove one container (and its anonymous volumes); False if it was already gone."""
+    try:
+        api.remove_container(container_id, force=True, v=True)
+        removed = True
+    except NotFound:
+        removed = False
+    except DockerErrors as exc:  # stays registered: the atexit hook tries again
+        raise SandboxError(f"cannot remove container {container_id[:12]}: {exc}") from exc
+    _unregister(container_id)
+    return removed
+
+
 def remove_live_containers() -> int:
     """Remove every container this process created and has not removed yet (atexit)."""
     with _LIVE_LOCK:
         live = list(_LIVE.items())
-        _LIVE.clear()
     for container_id, client in live:
-        try:
-            client.api.remove_container(container_id, force=True, v=True)
-        except DockerErrors:
-            pass
+        with contextlib.suppress(SandboxError):
+            remove_container(client.api, container_id)
     return len(live)
+
+
+def owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def sandbox_user() -> tuple[int, int]:
@@ -138,7 +167,7 @@ def _chown_tree(root: Path, uid: int, gid: int) -> None:
 
 def create_args(spec: SandboxSpec, uid: int, gid: int, ipc_mode: str) -> dict[str, Any]:
     """The keyword arguments for `containers.create` that implement the sandbox policy."""
-    env = {"HOME": HOME, **DETERMINISTIC_ENV}
+    env = {"HOME": HOME, **local.DETERMINISTIC_ENV}
     mounts = [Mount(spec.workdir, str(spec.workspace), type="bind"),
               Mount("/env", str(spec.env_dir), type="bind")]
     if spec.pip_cache is not None:
@@ -152,7 +181,7 @@ def create_args(spec: SandboxSpec, uid: int, gid: int, ipc_mode: str) -> dict[st
     return {
         "image": spec.image, "command": ["sleep", str(math.ceil(spec.lifetime_sec))],
         "init": True, "hostname": "sandbox", "user": f"{uid}:{gid}", "working_dir": spec.workdir,
-        "environment": env, "labels": {**spec.labels, BASE_LABEL: "1"},
+        "environment": env, "labels": {**spec.labels, BASE_LABEL: "1", OWNER_LABEL: owner()},
         "cap_drop": ["ALL"], "security_opt": ["no-new-privileges"], "privileged": False,
         "read_only": True, "mounts": mounts,
         "tmpfs": {**TMPFS, HOME: f"rw,exec,nosuid,nodev,size=256m,uid={uid},gid={gid},mode=0700"},
@@ -167,30 +196,21 @@ def sanitized(args: Mapping[str, Any], spec: SandboxSpec) -> dict[str, Any]:
     roles = {str(spec.workspace): "<workspace>", str(spec.env_dir): "<env_dir>",
              str(spec.pip_cache): "<pip_cache>", str(spec.ca_bundle): "<ca_bundle>"}
     out = {k: v for k, v in args.items() if k not in ("mounts", "environment")}
-    out["environment"] = redact_env(args["environment"])
+    out["environment"] = local.redact_env(args["environment"])
     out["mounts"] = [{"target": m["Target"], "source": roles.get(m["Source"], "<host>"),
                       "read_only": bool(m.get("ReadOnly"))} for m in args["mounts"]]
     return out
 
 
-class _Reader(threading.Thread):
-    """Drains a demultiplexed exec stream into two buffers."""
-
-    def __init__(self, stream: Iterator[tuple[bytes | None, bytes | None]],
-                 out: OutputBuffer, err: OutputBuffer) -> None:
-        super().__init__(daemon=True)
-        self.stream, self.out, self.err = stream, out, err
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            for chunk_out, chunk_err in self.stream:
-                if chunk_out:
-                    self.out.append(chunk_out)
-                if chunk_err:
-                    self.err.append(chunk_err)
-        except Exception as exc:  # noqa: BLE001 - reported by exec()
-            self.error = exc
+def _drain(stream: Iterator[tuple[bytes | None, bytes | None]], out: OutputBuffer,
+           err: OutputBuffer, errors: list[BaseException]) -> None:
+    """Reader thread: copy a demultiplexed exec stream into two buffers."""
+    try:
+        for chunk_out, chunk_err in stream:
+            out.append(chunk_out or b"")
+            err.append(chunk_err or b"")
+    except Exception as exc:  # noqa: BLE001 - reported by exec()
+        errors.append(exc)
 
 
 class DockerSandbox:
@@ -198,8 +218,9 @@ class DockerSandbox:
                  args: dict[str, Any], image: dict[str, Any]) -> None:
         self.spec = spec
         self.container_id = container_id
-        self.uid, self.gid = int(args["user"].split(":")[0]), int(args["user"].split(":")[1])
-        self.files = HostFiles(spec.workspace, owner_uid=self.uid if os.geteuid() == 0 else None)
+        self.uid, self.gid = (int(part) for part in args["user"].split(":"))
+        owner_uid = self.uid if os.geteuid() == 0 else None
+        self.files: Files = HostFiles(spec.workspace, owner_uid=owner_uid)
         self._factory = factory
         self._api = factory.client.api
         self._args = args
@@ -217,8 +238,8 @@ class DockerSandbox:
         mark = secrets.token_hex(8)
         budget = max(float(timeout_sec), 0.001)
         argv = ["bash", "-c", WRAPPER, "agentbench", f"{budget:.3f}", command]
-        workdir = posixpath.join(self.spec.workdir, cwd) if cwd else self.spec.workdir
-        cap = FULL_CAPTURE_CAP if self.spec.full_logs else CAPTURE_CAP
+        workdir = posixpath.normpath(posixpath.join(self.spec.workdir, cwd or "."))
+        cap = local.FULL_CAPTURE_CAP if self.spec.full_logs else local.CAPTURE_CAP
         out, err = OutputBuffer(cap), OutputBuffer(cap)
         start = time.monotonic()
         try:
@@ -228,26 +249,28 @@ class DockerSandbox:
             stream = self._api.exec_start(exec_id, stream=True, demux=True)
         except DockerErrors as exc:
             raise self._failure("cannot start a command", exc) from exc
-        reader = _Reader(stream, out, err)
+        errors: list[BaseException] = []
+        reader = threading.Thread(target=_drain, args=(stream, out, err, errors), daemon=True)
         reader.start()
         reader.join(budget + HOST_GRACE_SEC)
         overran = reader.is_alive()
         if overran:
             self._kill_exec(mark)
-            reader.join(KILL_GRACE_SEC + 1)
+            reader.join(local.KILL_GRACE_SEC + 1)
             if reader.is_alive():
-                stream.close()  # type: ignore[attr-defined]
+                stream.close()
                 reader.join(1.0)
-        elif reader.error is not None:
-            raise self._failure("lost the command's output stream", reader.error)
+        elif errors:
+            raise self._failure("lost the command's output stream", errors[0])
         elapsed = time.monotonic() - start
         trailer = err.pop_trailer(b"\n\x1eagentbench-end:" + mark.encode() + b" ")
         if trailer is None and not overran:
             self._kill_exec(mark)  # the wrapper died early: its leftovers may still run
         exit_code, oom = self._outcome(exec_id, trailer, overran)
         timed_out = overran or (exit_code in (124, 137) and elapsed >= budget)
-        return build_result(exit_code, out, err, int(elapsed * 1000), timed_out=timed_out,
-                            oom_killed=oom and not timed_out, full_logs=self.spec.full_logs)
+        return local.build_result(
+            exit_code, out, err, int(elapsed * 1000), timed_out=timed_out,
+            oom_killed=oom and not timed_out, full_logs=self.spec.full_logs)
 
     def _outcome(self, exec_id: str, trailer: bytes | None, overran: bool) -> tuple[int, bool]:
         """Exit code and OOM flag, from the wrapper's trailer or else from exec_inspect."""
@@ -257,20 +280,19 @@ class DockerSandbox:
                 rc, before, after = fields
                 oom = before.isdigit() and after.isdigit() and int(after) > int(before)
                 return int(rc), oom
-        code = None
-        try:
-            for _ in range(20):
+        code, deadline = None, time.monotonic() + 1.0
+        with contextlib.suppress(*DockerErrors):
+            while time.monotonic() < deadline:
                 info = self._api.exec_inspect(exec_id)
-                code = info.get("ExitCode")
                 if not info.get("Running"):
+                    code = info.get("ExitCode")
                     break
                 time.sleep(0.05)
-        except DockerErrors:
-            pass
         return (137 if overran or code is None else int(code)), False
 
     def _kill_exec(self, mark: str) -> None:
-        """The command overran the host deadline: kill its processes, else the whole sandbox."""
+        """Kill every process of one command (it overran, or its wrapper died); if even that
+        fails, kill the whole sandbox and raise SandboxError."""
         try:
             kill_id = self._api.exec_create(self.container_id, ["bash", "-c", KILL_SCRIPT],
                                             user=self._args["user"], environment={"MARK": mark})
@@ -281,10 +303,8 @@ class DockerSandbox:
         except DockerErrors as exc:
             problem = exc
         self._broken = f"a command overran its deadline and could not be stopped ({problem})"
-        try:
+        with contextlib.suppress(*DockerErrors):
             self._api.kill(self.container_id)
-        except DockerErrors:
-            pass
         raise SandboxError(f"{self._broken}; the sandbox was killed")
 
     def _check_usable(self) -> None:
@@ -308,7 +328,8 @@ class DockerSandbox:
     # -- facts and lifecycle --------------------------------------------------------------------
     def facts(self) -> dict[str, Any]:
         if self._os_facts is None:
-            self._os_facts = parse_facts(self.exec(FACTS_SCRIPT, timeout_sec=60).stdout)
+            probe = self.exec(local.FACTS_SCRIPT, timeout_sec=60)
+            self._os_facts = local.parse_facts(probe.stdout)
         return {
             "sandbox": "docker", "isolation": "container", "image": self.spec.image,
             "image_id": self._image.get("id"), "repo_digest": self._image.get("digest"),
@@ -321,13 +342,7 @@ class DockerSandbox:
             return
         self.closed = True
         self._factory.forget(self.container_id)
-        try:
-            self._api.remove_container(self.container_id, force=True, v=True)
-        except NotFound:
-            pass
-        except DockerErrors as exc:
-            raise SandboxError(f"could not remove container {self.container_id[:12]}: {exc}") from exc
-        _unregister(self.container_id)
+        remove_container(self._api, self.container_id)
 
     def __enter__(self) -> DockerSandbox:
         return self
@@ -430,17 +445,18 @@ class DockerSandboxFactory:
 
     def sweep(self, labels: Mapping[str, str]) -> int:
         """Remove every container (any state) carrying all these labels."""
-        return self._remove(self._list({**labels}))
+        return self._remove(self.containers({**labels}))
 
     def gc(self, older_than_sec: float | None = None) -> int:
         """Remove agentbench containers (label agentbench=1), optionally only the older ones."""
-        found = self._list({})
+        found = self.containers({})
         if older_than_sec is not None:
             cutoff = time.time() - older_than_sec
             found = [c for c in found if c.get("Created", 0) <= cutoff]
         return self._remove(found)
 
-    def _list(self, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+    def containers(self, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+        """Summaries (docker ps -a) of the agentbench containers carrying these labels."""
         wanted = [f"{k}={v}" for k, v in sorted({**labels, BASE_LABEL: "1"}.items())]
         try:
             return list(self.client.api.containers(all=True, filters={"label": wanted}))
@@ -455,12 +471,5 @@ class DockerSandboxFactory:
                 sandbox = self._open.pop(container_id, None)
             if sandbox is not None:
                 sandbox.closed = True
-            try:
-                self.client.api.remove_container(container_id, force=True, v=True)
-                removed += 1
-            except NotFound:
-                pass
-            except DockerErrors as exc:
-                raise SandboxError(f"cannot remove {container_id[:12]}: {exc}") from exc
-            _unregister(container_id)
+            removed += remove_container(self.client.api, container_id)
         return removed

@@ -70,8 +70,11 @@ def inspect_image(name: str) -> dict[str, str | None] | None:
     data = json.loads(proc.stdout)[0]
     labels = (data.get("Config") or {}).get("Labels") or {}
     digests = data.get("RepoDigests") or []
-    return {"id": data["Id"], "context_hash": labels.get(HASH_LABEL),
-            "digest": digests[0] if digests else None}
+    return {
+        "id": data["Id"],
+        "context_hash": labels.get(HASH_LABEL),
+        "digest": digests[0] if digests else None,
+    }
 
 
 def registry_answers(timeout: float = 20.0) -> bool:
@@ -85,18 +88,21 @@ def registry_answers(timeout: float = 20.0) -> bool:
     return proc.returncode == 0
 
 
-def bootstrap_local_base(log: "Log") -> str:
+def bootstrap_local_base(log: Log) -> str:
     """debootstrap a minimal bookworm and import it as LOCAL_BASE (skipped when present)."""
     if inspect_image(LOCAL_BASE):
         return LOCAL_BASE
     if shutil.which("debootstrap") is None:
         if os.geteuid() == 0 and shutil.which("apt-get"):
             log("installing debootstrap")
-            subprocess.run(["apt-get", "install", "-y", "-qq", "debootstrap"], check=True,
-                           capture_output=True)
+            subprocess.run(
+                ["apt-get", "install", "-y", "-qq", "debootstrap"], check=True, capture_output=True
+            )
         else:
-            raise ImageBuildError("no registry answers and debootstrap is not installed "
-                                  "(apt-get install debootstrap, as root)")
+            raise ImageBuildError(
+                "no registry answers and debootstrap is not installed "
+                "(apt-get install debootstrap, as root)"
+            )
     if os.geteuid() != 0:
         raise ImageBuildError("no registry answers; bootstrapping a local base needs root")
     start = time.monotonic()
@@ -104,13 +110,15 @@ def bootstrap_local_base(log: "Log") -> str:
         log(f"no registry: debootstrap bookworm from {DEBIAN_MIRROR}")
         proc = subprocess.run(
             ["debootstrap", "--variant=minbase", "bookworm", root, DEBIAN_MIRROR],
-            capture_output=True, text=True,
+            capture_output=True,
+            text=True,
         )
         if proc.returncode != 0:
             raise ImageBuildError(f"debootstrap failed: {proc.stdout[-800:]}{proc.stderr[-800:]}")
         tar = subprocess.Popen(["tar", "-C", root, "-c", "."], stdout=subprocess.PIPE)
-        imp = subprocess.run(["docker", "import", "-", LOCAL_BASE], stdin=tar.stdout,
-                             capture_output=True, text=True)
+        imp = subprocess.run(
+            ["docker", "import", "-", LOCAL_BASE], stdin=tar.stdout, capture_output=True, text=True
+        )
         tar.wait()
         if imp.returncode != 0:
             raise ImageBuildError(f"docker import failed: {imp.stderr.strip()}")
@@ -139,8 +147,11 @@ def choose_base(mode: str, log: Log) -> str:
 
 
 def ensure_image(
-    context: Path | None = None, name: str = DEFAULT_IMAGE, base: str = "auto",
-    force: bool = False, quiet: bool = False,
+    context: Path | None = None,
+    name: str = DEFAULT_IMAGE,
+    base: str = "auto",
+    force: bool = False,
+    quiet: bool = False,
 ) -> ImageInfo:
     """Return the runner image for the current context, building it only when needed."""
     log = Log(quiet)
@@ -153,18 +164,38 @@ def ensure_image(
     found = None if force else inspect_image(hash_tag)
     if found:
         _docker("tag", hash_tag, name)
-        return ImageInfo(name, str(found["id"]), found["digest"], chash, False,
-                         time.monotonic() - start, "(cached)")
+        return ImageInfo(
+            name,
+            str(found["id"]),
+            found["digest"],
+            chash,
+            False,
+            time.monotonic() - start,
+            "(cached)",
+        )
     base_image = choose_base(base, log)
     log(f"building {name} from base {base_image} (context hash {chash})")
     proc = subprocess.run(
-        ["docker", "build", "--build-arg", f"BASE={base_image}", "--label",
-         f"{HASH_LABEL}={chash}", "-t", hash_tag, "-t", name, str(context)],
-        capture_output=True, text=True,
+        [
+            "docker",
+            "build",
+            "--build-arg",
+            f"BASE={base_image}",
+            "--label",
+            f"{HASH_LABEL}={chash}",
+            "-t",
+            hash_tag,
+            "-t",
+            name,
+            str(context),
+        ],
+        capture_output=True,
+        text=True,
     )
     if proc.returncode != 0:
         raise ImageBuildError(f"docker build failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
     info = inspect_image(hash_tag)
     assert info is not None
-    return ImageInfo(name, str(info["id"]), info["digest"], chash, True,
-                     time.monotonic() - start, base_image)
+    return ImageInfo(
+        name, str(info["id"]), info["digest"], chash, True, time.monotonic() - start, base_image
+    )

@@ -8,6 +8,7 @@ The output capture, truncation and environment defaults shared with the Docker s
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import signal
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from pytest_agentbench.core.output import decode, truncate
-from pytest_agentbench.core.ports import ExecResult, SandboxError, SandboxSpec
+from pytest_agentbench.core.ports import ExecResult, Files, SandboxError, SandboxSpec
 from pytest_agentbench.core.workspace import HostFiles
 
 #: The deterministic runtime envelope of every command (spec improvement 3).
@@ -171,7 +172,7 @@ class LocalSandbox:
 
     def __init__(self, spec: SandboxSpec) -> None:
         self.spec = spec
-        self.files = HostFiles(spec.workspace, owner_uid=None)
+        self.files: Files = HostFiles(spec.workspace, owner_uid=None)
         self.closed = False
         self._facts: dict[str, str] | None = None
         spec.env_dir.mkdir(parents=True, exist_ok=True)
@@ -267,10 +268,8 @@ class LocalSandbox:
 
 
 def _killpg(pgid: int, sig: signal.Signals) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 class LocalSandboxFactory:

@@ -147,15 +147,39 @@ class Note(Envelope):
 
 
 Event = Annotated[
-    TaskStarted | PhaseStarted | PhaseFinished | CommandFinished | ToolCallStarted
-    | ToolCallFinished | EditRefused | PatchApplied | AgentTurn | LLMRequest | LLMResponse
-    | LLMRetry | TaskFinished | Note,
+    TaskStarted
+    | PhaseStarted
+    | PhaseFinished
+    | CommandFinished
+    | ToolCallStarted
+    | ToolCallFinished
+    | EditRefused
+    | PatchApplied
+    | AgentTurn
+    | LLMRequest
+    | LLMResponse
+    | LLMRetry
+    | TaskFinished
+    | Note,
     Field(discriminator="type"),
 ]
 EventAdapter: TypeAdapter[Event] = TypeAdapter(Event)
 EVENT_TYPES: dict[str, type[Envelope]] = {
     cls.model_fields["type"].default: cls
-    for cls in (TaskStarted, PhaseStarted, PhaseFinished, CommandFinished, ToolCallStarted,
-                ToolCallFinished, EditRefused, PatchApplied, AgentTurn, LLMRequest, LLMResponse,
-                LLMRetry, TaskFinished, Note)
+    for cls in (
+        TaskStarted,
+        PhaseStarted,
+        PhaseFinished,
+        CommandFinished,
+        ToolCallStarted,
+        ToolCallFinished,
+        EditRefused,
+        PatchApplied,
+        AgentTurn,
+        LLMRequest,
+        LLMResponse,
+        LLMRetry,
+        TaskFinished,
+        Note,
+    )
 }

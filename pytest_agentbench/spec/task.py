@@ -19,8 +19,11 @@ class Strict(BaseModel):
 
 
 class RepoSpec(Strict):
-    url: str = Field(min_length=1, description="any URL git understands, or a path relative to "
-                     "task.yaml of a git bundle or bare repository shipped in the taskpack")
+    url: str = Field(
+        min_length=1,
+        description="any URL git understands, or a path relative to "
+        "task.yaml of a git bundle or bare repository shipped in the taskpack",
+    )
     commit: str = Field(pattern=r"^[0-9a-f]{7,40}$", description="pinned commit sha (hex)")
 
 

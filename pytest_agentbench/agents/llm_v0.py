@@ -1,0 +1,423 @@
+"""llm_v0: the baseline LLM agent. One loop: observation → model → tool calls → observations → ...
+
+The model is called on the host (the sandbox never sees the API key); tools run through
+`ctx.toolbox`. Before every model call the budgets are checked (steps, total tokens, cost, wall
+time, the task deadline) against what the next call would spend. The loop stops when the model
+calls `finish`, or on a stop condition:
+
+    max_steps (model turns)                      AGENT_GAVE_UP      MAX_STEPS
+    a budget would be exceeded                   AGENT_GAVE_UP      BUDGET_<STEPS|TOKENS|COST|WALL>
+    the task deadline                            TIMEOUT            TASK_BUDGET
+    the test-output signature unchanged for      AGENT_STUCK
+      `stuck_after` test runs in a row
+    `max_patch_rejections` rejected patches      TOOL_ERROR         PATCH_REJECTED
+      in a row (a successful patch resets it)
+    `max_noop` turns without a usable tool call  AGENT_NO_PROGRESS
+      or edits that changed nothing, in a row
+      (an edit that changes a file resets it)
+
+A model failure that survives the client's retries raises `AgentError(LLM_ERROR)` (an ERROR, not
+the agent's fault); the exception carries `usage` and `model` for the record. Every message goes,
+redacted, to `<artifacts>/conversation.jsonl` as it happens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import IO, Any, NoReturn
+
+from pytest_agentbench.core.agent_api import AgentContext, AgentError, AgentOutcome
+from pytest_agentbench.core.events import utc_now
+from pytest_agentbench.core.output import truncate
+from pytest_agentbench.core.signatures import signature
+from pytest_agentbench.core.tool_schemas import TOOL_SCHEMAS, WRITE_TOOLS
+from pytest_agentbench.llm import (
+    ChatResult,
+    LLMAuthError,
+    LLMBadResponse,
+    LLMError,
+    LLMRequestError,
+    ModelConfigError,
+    Redactor,
+    ResolvedModelConfig,
+    ToolCall,
+    resolve_model_config,
+)
+from pytest_agentbench.spec.records import ModelInfo, Usage
+from pytest_agentbench.spec.taxonomy import Reason
+
+DEFAULTS: dict[str, Any] = {
+    "prompt": "system_v1",  # llm/prompts/<prompt>.txt
+    "stuck_after": 4,
+    "max_patch_rejections": 3,
+    "max_noop": 3,
+    "stuck_on": "tests",  # tests: only runs of the test commands (or pytest) | all: every run
+    "failing_output_chars": 8000,  # of the baseline output in the first observation
+    "observation_chars": 16000,  # per tool result
+}
+EDIT_TOOLS = frozenset({"apply_patch", "write_file", "remove_file"})
+KNOWN_TOOLS = frozenset(s["function"]["name"] for s in TOOL_SCHEMAS)
+CHARS_PER_TOKEN = 4
+_TEST_RUNNER = re.compile(r"\bpytest\b")
+_SPACES = re.compile(r"\s+")
+
+
+def load_prompt(name: str) -> tuple[str, str]:
+    """(text, version) of `llm/prompts/<name>.txt`; version is `<name>@sha256:<hex>`."""
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        raise ModelConfigError(f"prompt {name!r}: expected a prompt file name like system_v1")
+    res = resources.files("pytest_agentbench.llm").joinpath("prompts").joinpath(f"{name}.txt")
+    try:
+        data = res.read_bytes()
+    except FileNotFoundError:
+        raise ModelConfigError(f"prompt {name!r}: no llm/prompts/{name}.txt") from None
+    return data.decode("utf-8"), f"{name}@sha256:{hashlib.sha256(data).hexdigest()}"
+
+
+class LLMAgent:
+    name = "llm_v0"
+
+    def __init__(self, transport: Any = None) -> None:
+        self.transport = transport  # an httpx transport, for tests; production leaves it None
+
+    def run(self, ctx: AgentContext) -> AgentOutcome:
+        return _Run(ctx, self.transport).loop()
+
+
+@dataclass
+class _Budget:
+    max_steps: int | None = None
+    max_tokens_total: int | None = None
+    max_cost_usd: float | None = None
+    max_wall_sec: float | None = None
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> _Budget:
+        def num(key: str) -> float | None:
+            value = raw.get(key)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                return None
+            return float(value)
+
+        steps, tokens = num("max_steps"), num("max_tokens_total")
+        return cls(None if steps is None else int(steps), None if tokens is None else int(tokens),
+                   num("max_cost_usd"), num("max_wall_sec"))
+
+
+class _Stop(Exception):
+    def __init__(self, outcome: AgentOutcome) -> None:
+        self.outcome = outcome
+
+
+class _Run:
+    """The state of one agent run (split from LLMAgent so the agent itself stays stateless)."""
+
+    def __init__(self, ctx: AgentContext, transport: Any) -> None:
+        self.ctx, params = ctx, ctx.params
+        variant = params.get("_variant") or {}
+        self.cfg = {**DEFAULTS, **{k: params[k] for k in DEFAULTS if params.get(k) is not None}}
+        self.budget = _Budget.from_dict(variant.get("budgets") or {})
+        caps = [n for n in (ctx.max_steps, params.get("max_steps")) if isinstance(n, int) and n > 0]
+        self.max_steps = min(caps) if caps else 30
+        try:
+            self.resolved: ResolvedModelConfig = resolve_model_config(
+                cli=params.get("_llm_cli"), variant=variant.get("model"))
+            self.resolved.chat_params()  # fails early when no model is configured
+            self.prompt, self.prompt_version = load_prompt(str(self.cfg["prompt"]))
+            self.client = self.resolved.make_client(on_event=self._on_client_event,
+                                                    transport=transport)
+        except ModelConfigError as exc:
+            raise AgentError(Reason.LLM_ERROR, f"model configuration: {exc}",
+                             "MODEL_CONFIG") from exc
+        self.redactors = [r for r in (params.get("_redactor"),) if r is not None]
+        self.redactors.append(Redactor(env_names=self.resolved.key_env_names()))
+        self.model_info = ModelInfo(**self._redact(self.resolved.model_info()),
+                                    prompt_version=self.prompt_version)
+        self.tools = [s for s in TOOL_SCHEMAS if ctx.task.agent.allow_file_write
+                      or s["function"]["name"] not in WRITE_TOOLS]
+        self.tools_chars = len(json.dumps(self.tools))
+        self.messages: list[dict[str, Any]] = []
+        self.prompt_chars = 0
+        self.prompt_hash = hashlib.sha256()
+        self.usage = Usage()
+        self.last_cost: float | None = None
+        self.last_wall_sec = 0.0
+        self.step = 0
+        self.started = time.monotonic()
+        self.last_sig: list[str] | None = signature(1, ctx.failing_output, "")
+        self.unchanged = self.rejections = self.noop = 0
+        self.test_commands = [_norm(c) for c in (ctx.failing_command,
+                                                 ctx.task.validation.passing_command)]
+        self.conversation: IO[str] | None = None
+        if ctx.artifacts_dir is not None:
+            Path(ctx.artifacts_dir).mkdir(parents=True, exist_ok=True)
+            self.conversation = (Path(ctx.artifacts_dir) / "conversation.jsonl").open(
+                "a", encoding="utf-8")
+
+    # -- the loop ---------------------------------------------------------------------------
+    def loop(self) -> AgentOutcome:
+        try:
+            self._write({"meta": {"agent": LLMAgent.name, "model": self.model_info.model_dump(),
+                                  "tools": [s["function"]["name"] for s in self.tools]}})
+            self._append({"role": "system", "content": self.prompt})
+            self._append({"role": "user", "content": self._first_observation()})
+            while True:
+                self._check_limits()
+                self._turn(self._call_model())
+        except _Stop as stop:
+            return self._finish(stop.outcome)
+        finally:
+            self.client.close()
+            if self.conversation is not None:
+                self.conversation.close()
+
+    def _call_model(self) -> ChatResult:
+        self.step += 1
+        events = self.ctx.events
+        events.emit("agent_turn_started", actor="agent", step=self.step)
+        events.emit("llm_request", actor="llm", step=self.step,
+                    model=self.model_info.name, messages=len(self.messages),
+                    prompt_sha256=self.prompt_hash.copy().hexdigest())
+        deadline = self.ctx.deadline
+        if self.budget.max_wall_sec is not None:
+            deadline = min(deadline, self.started + self.budget.max_wall_sec)
+        started = time.monotonic()
+        try:
+            result = self.client.chat(self.messages, self.tools,
+                                      self.resolved.chat_params(deadline_monotonic=deadline))
+        except LLMError as exc:
+            self.usage.retries += exc.retries
+            self.usage.llm_latency_ms += int((time.monotonic() - started) * 1000)
+            self._on_llm_error(exc, deadline)
+        self._account(result)
+        return result
+
+    def _turn(self, result: ChatResult) -> None:
+        self._append(result.assistant_message(), self._call_meta(result))
+        calls = result.tool_calls
+        native = result.tool_calls_source == "native"
+        usable = False
+        texts: list[str] = []
+        for call in calls:
+            observation, executed, finished = self._execute(call)
+            usable = usable or executed
+            if native:
+                self._append({"role": "tool", "tool_call_id": call.id, "content": observation})
+            else:
+                texts.append(f"[{call.name}] result:\n{observation}")
+            if finished is not None:
+                raise _Stop(finished)
+        if texts:
+            self._append({"role": "user", "content": "\n\n".join(texts)})
+        if not usable:
+            self.noop += 1
+            if not calls:
+                self._append({"role": "user", "content": self._nudge(result)})
+        if self.ctx.on_step is not None:
+            self.ctx.on_step(self.step)
+        self._check_progress()
+
+    def _execute(self, call: ToolCall) -> tuple[str, bool, AgentOutcome | None]:
+        """(observation, whether the toolbox ran it, the outcome when it was `finish`)."""
+        if call.arguments_error:
+            raw = call.raw_arguments[:500]
+            return (f"ERROR INVALID_ARGUMENTS: {call.name or '(no name)'}: {call.arguments_error}"
+                    f"\nraw arguments: {raw}\nSend the arguments as one JSON object that matches "
+                    "the tool's schema.", False, None)
+        if call.name not in KNOWN_TOOLS:
+            offered = ", ".join(s["function"]["name"] for s in self.tools)
+            text = f"ERROR UNKNOWN_TOOL: no tool {call.name!r}; the tools are: {offered}"
+            return text, False, None
+        result = self.ctx.toolbox.call(call.name, call.arguments)
+        if call.name == "finish" and result.ok:
+            summary = str(call.arguments.get("summary", ""))
+            return "finished", True, AgentOutcome("finish", summary=self._redact(summary)[:2000])
+        self._track(call, result)
+        text = truncate(result.to_observation(), head_lines=300, tail_lines=200,
+                        max_bytes=int(self.cfg["observation_chars"])).text
+        return text, True, None
+
+    def _track(self, call: ToolCall, result: Any) -> None:
+        """Feed the stop conditions from one tool result."""
+        if call.name == "apply_patch":
+            self.rejections = self.rejections + 1 if result.error_type == "PATCH_REJECTED" else 0
+        if call.name in EDIT_TOOLS and result.ok:
+            self.noop = 0 if result.changed_files else self.noop + 1
+        if call.name == "run" and result.exit_code is not None and self._counts_for_stuck(call):
+            sig = signature(result.exit_code, result.stdout, result.stderr)
+            self.unchanged = self.unchanged + 1 if sig == self.last_sig else 0
+            self.last_sig = sig
+
+    def _counts_for_stuck(self, call: ToolCall) -> bool:
+        if self.cfg["stuck_on"] == "all":
+            return True
+        command = _norm(str(call.arguments.get("command", "")))
+        return any(c in command for c in self.test_commands) or bool(_TEST_RUNNER.search(command))
+
+    # -- stop conditions --------------------------------------------------------------------
+    def _check_progress(self) -> None:
+        cfg = self.cfg
+        if self.rejections >= int(cfg["max_patch_rejections"]):
+            self._stop("patch_rejected", Reason.TOOL_ERROR, "PATCH_REJECTED",
+                       f"{self.rejections} patches rejected in a row")
+        if self.unchanged >= int(cfg["stuck_after"]):
+            self._stop("stuck", Reason.AGENT_STUCK, None, f"test output unchanged for "
+                       f"{self.unchanged} runs in a row: {', '.join((self.last_sig or [])[:3])}")
+        if self.noop >= int(cfg["max_noop"]):
+            self._stop("no_progress", Reason.AGENT_NO_PROGRESS, None,
+                       f"{self.noop} turns/edits in a row changed nothing")
+
+    def _check_limits(self) -> None:
+        """Before each model call: would the next call exceed a limit?"""
+        b, u, done = self.budget, self.usage, self.step
+        if done >= self.max_steps:
+            self._stop("max_steps", Reason.AGENT_GAVE_UP, "MAX_STEPS",
+                       f"reached max_steps={self.max_steps} without finishing")
+        if b.max_steps is not None and done >= b.max_steps:
+            self._budget("STEPS", f"steps {done} of {b.max_steps}")
+        if b.max_tokens_total is not None:
+            estimate = ((self.prompt_chars + self.tools_chars) // CHARS_PER_TOKEN
+                        + (self.resolved.values.get("max_tokens") or 0))
+            if u.total_tokens + estimate > b.max_tokens_total:
+                self._budget("TOKENS", f"{u.total_tokens} tokens used + ~{estimate} for the next "
+                             f"call > max_tokens_total={b.max_tokens_total}")
+        spent = u.cost_usd or 0.0
+        if b.max_cost_usd is not None and (
+                spent >= b.max_cost_usd or spent + (self.last_cost or 0.0) > b.max_cost_usd):
+            self._budget("COST", f"${spent:.4f} spent + ~${self.last_cost or 0:.4f} for the next "
+                         f"call > max_cost_usd={b.max_cost_usd}")
+        elapsed = time.monotonic() - self.started
+        if b.max_wall_sec is not None and elapsed + self.last_wall_sec > b.max_wall_sec:
+            self._budget("WALL", f"{elapsed:.1f}s elapsed + ~{self.last_wall_sec:.1f}s for the "
+                         f"next call > max_wall_sec={b.max_wall_sec}")
+        if self.ctx.remaining() <= 1.0:
+            self._stop("budget", Reason.TIMEOUT, "TASK_BUDGET", "the task's time budget ran out")
+
+    def _budget(self, kind: str, detail: str) -> NoReturn:
+        self._stop("budget", Reason.AGENT_GAVE_UP, f"BUDGET_{kind}", f"budget: {detail}")
+
+    def _stop(self, finished_by: str, reason: Reason, sub: str | None, summary: str) -> NoReturn:
+        raise _Stop(AgentOutcome(finished_by, reason, sub, summary))
+
+    def _on_llm_error(self, exc: LLMError, deadline: float) -> NoReturn:
+        message = self._redact(f"{type(exc).__name__}: {exc}")
+        self._write({"step": self.step, "ts": utc_now(), "error": message, "status": exc.status,
+                     "retries": exc.retries})
+        self.ctx.events.emit("note", actor="llm", kind="llm_error", message=message,
+                             data={"status": exc.status, "retries": exc.retries})
+        if time.monotonic() >= deadline - 0.5 and not isinstance(exc, LLMAuthError):
+            if deadline < self.ctx.deadline:  # the wall budget, not the task, ran out
+                self._budget("WALL", f"max_wall_sec={self.budget.max_wall_sec} reached "
+                             "during a model call")
+            self._stop("budget", Reason.TIMEOUT, "TASK_BUDGET",
+                       "the task's time budget ran out during a model call")
+        sub = ("AUTH" if isinstance(exc, LLMAuthError) else "BAD_REQUEST"
+               if isinstance(exc, LLMRequestError) else "BAD_RESPONSE"
+               if isinstance(exc, LLMBadResponse) else "RETRIES_EXHAUSTED")
+        error = AgentError(Reason.LLM_ERROR, f"model call failed at step {self.step}: {message}",
+                           sub)
+        error.usage, error.model = self.usage, self.model_info  # type: ignore[attr-defined]
+        raise error from None
+
+    def _finish(self, outcome: AgentOutcome) -> AgentOutcome:
+        outcome.model, outcome.usage, outcome.steps = self.model_info, self.usage, self.step
+        self.ctx.events.emit("note", actor="agent", kind="agent_stop",
+                             message=f"{outcome.finished_by}: {outcome.summary}"[:500],
+                             data={"reason": outcome.reason, "sub_reason": outcome.sub_reason,
+                                   "steps": self.step, "usage": self.usage.model_dump()})
+        self._write({"step": self.step, "ts": utc_now(), "stop": {
+            "finished_by": outcome.finished_by, "reason": outcome.reason,
+            "sub_reason": outcome.sub_reason, "summary": outcome.summary}})
+        return outcome
+
+    # -- accounting, messages, events -------------------------------------------------------
+    def _account(self, result: ChatResult) -> None:
+        u, call = self.usage, result.usage
+        u.llm_calls += 1
+        u.prompt_tokens += call.prompt_tokens
+        u.completion_tokens += call.completion_tokens
+        u.total_tokens += call.total_tokens or call.prompt_tokens + call.completion_tokens
+        u.retries += result.retries
+        u.llm_latency_ms += result.wall_ms
+        if result.tool_calls_source == "fallback_json":
+            u.fallback_tool_calls += len(result.tool_calls)
+        self.last_cost = call.cost_usd
+        if call.cost_usd is not None:
+            u.cost_usd = (u.cost_usd or 0.0) + call.cost_usd
+        self.last_wall_sec = result.wall_ms / 1000
+        self.ctx.events.emit(
+            "llm_response", actor="llm", step=self.step, finish_reason=result.finish_reason,
+            tool_calls=[c.name for c in result.tool_calls],
+            tool_calls_source=result.tool_calls_source, prompt_tokens=call.prompt_tokens,
+            completion_tokens=call.completion_tokens, cost_usd=call.cost_usd,
+            latency_ms=result.latency_ms, retries=result.retries)
+
+    def _call_meta(self, result: ChatResult) -> dict[str, Any]:
+        return {"usage": {"prompt_tokens": result.usage.prompt_tokens,
+                          "completion_tokens": result.usage.completion_tokens,
+                          "total_tokens": result.usage.total_tokens,
+                          "cost_usd": result.usage.cost_usd},
+                "latency_ms": result.latency_ms, "wall_ms": result.wall_ms,
+                "retries": result.retries, "finish_reason": result.finish_reason,
+                "tool_calls_source": result.tool_calls_source, "model": result.model,
+                "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments,
+                                "arguments_error": c.arguments_error}
+                               for c in result.tool_calls]}
+
+    def _append(self, message: dict[str, Any], meta: dict[str, Any] | None = None) -> None:
+        text = json.dumps(message, sort_keys=True, ensure_ascii=False)
+        self.messages.append(message)
+        self.prompt_chars += len(text)
+        self.prompt_hash.update(text.encode("utf-8", "surrogatepass") + b"\n")
+        self._write({"step": self.step, "ts": utc_now(), "message": message, **(meta or {})})
+
+    def _write(self, line: dict[str, Any]) -> None:
+        if self.conversation is None:
+            return
+        self.conversation.write(json.dumps(self._redact(line), ensure_ascii=False,
+                                           default=str) + "\n")
+        self.conversation.flush()
+
+    def _redact(self, obj: Any) -> Any:
+        for redactor in self.redactors:
+            obj = redactor.redact_obj(obj)
+        return obj
+
+    def _on_client_event(self, kind: str, payload: dict[str, Any]) -> None:
+        if kind == "llm_retry":
+            self.ctx.events.emit("llm_retry", actor="llm", attempt=payload.get("attempt", 0),
+                                 status=payload.get("status"),
+                                 wait_sec=float(payload.get("wait_sec") or 0.0),
+                                 error=self._redact(str(payload.get("error", ""))))
+
+    def _first_observation(self) -> str:
+        ctx, task = self.ctx, self.ctx.task
+        output = truncate(ctx.failing_output, head_lines=80, tail_lines=150,
+                          max_bytes=int(self.cfg["failing_output_chars"])).text
+        parts = [f"Task: {task.description or task.id}"]
+        if task.agent.editable_globs is not None:
+            parts.append("You may edit only: " + ", ".join(task.agent.editable_globs))
+        if task.agent.readonly_globs:
+            parts.append("Read-only: " + ", ".join(task.agent.readonly_globs))
+        parts.append(f"This command fails:\n    {ctx.failing_command}\n"
+                     f"Its output:\n```\n{output.rstrip()}\n```")
+        parts.append("Fix the code so that it passes, verify by running it, then call finish.")
+        return "\n\n".join(parts)
+
+    def _nudge(self, result: ChatResult) -> str:
+        if result.finish_reason == "length":
+            return ("Your reply was cut off at the token limit before any tool call. Reply with "
+                    "one short tool call.")
+        return ("Your reply contained no tool call. Use a tool (a native tool call, or one JSON "
+                'object such as {"name": "run", "arguments": {"command": "..."}}), or call '
+                "finish when the tests pass.")
+
+
+def _norm(command: str) -> str:
+    return _SPACES.sub(" ", command).strip()

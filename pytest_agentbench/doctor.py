@@ -1,0 +1,163 @@
+"""`agentbench doctor`: prove this machine can run sandboxes, one `PASS|FAIL <check>: <detail>` line
+per check. Returns 0 only when every check passes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+MIN_FREE_BYTES = 5 * 1024**3
+EGRESS_PROBE = ("python3 -c 'import socket; "
+                "socket.create_connection((\"1.1.1.1\", 53), timeout=3)'")
+
+
+class Report:
+    def __init__(self, write: Callable[[str], None]) -> None:
+        self.write = write
+        self.failed = 0
+
+    def __call__(self, ok: bool, check: str, detail: str) -> bool:
+        self.failed += not ok
+        self.write(f"{'PASS' if ok else 'FAIL'} {check}: {detail}")
+        return ok
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "agentbench"
+
+
+def run_doctor(build: bool = True, write: Callable[[str], None] | None = None) -> int:
+    report = Report(write or (lambda line: print(line, flush=True)))
+    from pytest_agentbench.core.ports import SandboxError
+    from pytest_agentbench.sandbox.docker import DockerSandboxFactory, docker_host
+
+    factory = DockerSandboxFactory(_client_or_none())
+    try:
+        version = factory.engine_facts()["version"]
+    except SandboxError:
+        report(False, "docker daemon", f"not reachable at {docker_host()} "
+               "(start it, or run scripts/ensure-docker)")
+        return 1
+    report(True, "docker daemon", f"{version} at {docker_host()}")
+    image = _check_image(report, build)
+    _check_disk(report, factory.client.info().get("DockerRootDir"))
+    if image:
+        _check_sandbox(report, factory, image)
+    _check_leftovers(report, factory)
+    return 1 if report.failed else 0
+
+
+def _client_or_none() -> Any:
+    try:
+        import docker
+
+        return docker.from_env(timeout=15)
+    except Exception:  # noqa: BLE001 - reported by the daemon check
+        return None
+
+
+def _check_image(report: Report, build: bool) -> str | None:
+    from pytest_agentbench.sandbox.image import DEFAULT_IMAGE, ensure_image, inspect_image
+
+    try:
+        if build:
+            info = ensure_image(quiet=True)
+            how = f"built in {info.seconds:.0f}s from {info.base}" if info.built else "present"
+            report(True, "runner image", f"{info.name} {info.image_id[:19]} ({how})")
+            return info.name
+        found = inspect_image(DEFAULT_IMAGE)
+    except Exception as exc:  # noqa: BLE001 - any build failure is this check's failure
+        report(False, "runner image", f"{DEFAULT_IMAGE}: {exc}")
+        return None
+    if found is None:
+        report(False, "runner image", f"{DEFAULT_IMAGE} missing (run without --no-build)")
+        return None
+    report(True, "runner image", f"{DEFAULT_IMAGE} {str(found['id'])[:19]} (present)")
+    return DEFAULT_IMAGE
+
+
+def _check_disk(report: Report, docker_root: str | None) -> None:
+    places = [("cache", cache_root())]
+    if docker_root:
+        places.append(("docker root", Path(docker_root)))
+    for name, path in places:
+        probe = path
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        if name == "docker root" and probe != path:
+            report(True, f"disk space ({name})", f"{path} is not on this machine (remote engine)")
+            continue
+        free = shutil.disk_usage(probe).free
+        report(free >= MIN_FREE_BYTES, f"disk space ({name})",
+               f"{free / 1024**3:.1f} GB free at {path} (need >= {MIN_FREE_BYTES // 1024**3} GB)")
+
+
+def _check_sandbox(report: Report, factory: Any, image: str) -> None:
+    from pytest_agentbench.core.ports import SandboxError, SandboxSpec
+
+    with tempfile.TemporaryDirectory(prefix="agentbench-doctor-") as tmp:
+        workspace = Path(tmp) / "workspace"
+        workspace.mkdir()
+        spec = SandboxSpec(image=image, workspace=workspace, env_dir=Path(tmp) / "env",
+                           lifetime_sec=300, labels={"agentbench.doctor": "1"})
+        start = time.monotonic()
+        try:
+            sandbox = factory.open(spec)
+        except SandboxError as exc:
+            report(False, "sandbox", f"cannot start: {exc}")
+            return
+        try:
+            started = time.monotonic() - start
+            probe = sandbox.exec("id -u; grep CapEff /proc/self/status", timeout_sec=60)
+            lines = probe.stdout.split()
+            uid, cap = (lines[0], lines[-1]) if len(lines) == 3 else ("?", "?")
+            report(probe.ok and uid.isdigit() and uid != "0" and cap == "0" * 16, "sandbox",
+                   f"started in {started:.2f}s as uid {uid}, CapEff {cap}")
+            egress = sandbox.exec(EGRESS_PROBE, timeout_sec=30)
+            dns = sandbox.exec("getent hosts deb.debian.org", timeout_sec=30)
+            report(egress.exit_code != 0 and dns.exit_code != 0, "network isolation",
+                   "egress and DNS from a network=none sandbox fail, as they must"
+                   if egress.exit_code != 0 and dns.exit_code != 0 else
+                   f"a network=none sandbox reached the network (connect exit "
+                   f"{egress.exit_code}, DNS exit {dns.exit_code})")
+        except SandboxError as exc:
+            report(False, "sandbox", f"exec failed: {exc}")
+        finally:
+            sandbox.close()
+
+
+def _check_leftovers(report: Report, factory: Any) -> None:
+    """Containers whose creator is gone are leftovers; those of live processes are in use."""
+    from pytest_agentbench.sandbox.docker import OWNER_LABEL
+
+    here = socket.gethostname()
+    leftover = in_use = 0
+    for info in factory.containers({}):
+        host, _, pid = (info.get("Labels") or {}).get(OWNER_LABEL, "").rpartition(":")
+        if host == here and pid.isdigit() and _alive(int(pid)) and info.get("State") == "running":
+            in_use += 1
+        elif host and host != here and info.get("State") == "running":
+            in_use += 1  # another machine's run on a shared engine
+        else:
+            leftover += 1
+    report(leftover == 0, "leftover containers",
+           f"{leftover} leftover, {in_use} in use by live runs"
+           + (" (remove them with `agentbench gc`)" if leftover else ""))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Measure the Docker sandbox's costs in one run: create+start time, and the latency of `true`
+through DockerSandbox.exec against raw docker-py `exec_run` on a plain container.
+
+    uv run python scripts/bench_sandbox.py [--starts 5] [--execs 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import docker
+
+from pytest_agentbench.core.ports import SandboxSpec
+from pytest_agentbench.sandbox.docker import DockerSandboxFactory
+from pytest_agentbench.sandbox.image import ensure_image
+
+LABELS = {"agentbench.bench": "1"}
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:7.1f} ms"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--starts", type=int, default=5)
+    parser.add_argument("--execs", type=int, default=50)
+    args = parser.parse_args()
+    image = ensure_image(quiet=True).name
+    factory = DockerSandboxFactory()
+    client = docker.from_env()
+    with tempfile.TemporaryDirectory(prefix="agentbench-bench-") as tmp:
+        workspace = Path(tmp) / "workspace"
+        workspace.mkdir()
+        spec = SandboxSpec(image=image, workspace=workspace, env_dir=Path(tmp) / "env",
+                           lifetime_sec=600, labels=LABELS)
+        starts, closes = [], []
+        for _ in range(args.starts):
+            t0 = time.perf_counter()
+            sandbox = factory.open(spec)
+            t1 = time.perf_counter()
+            sandbox.close()
+            starts.append(t1 - t0)
+            closes.append(time.perf_counter() - t1)
+        sandbox = factory.open(spec)
+        plain = client.containers.run(image, ["sleep", "600"], detach=True, labels=LABELS)
+        try:
+            for _ in range(3):  # warm up both paths
+                sandbox.exec("true", timeout_sec=30)
+                plain.exec_run(["true"])
+            ours, raw = [], []
+            for _ in range(args.execs):
+                t0 = time.perf_counter()
+                assert sandbox.exec("true", timeout_sec=30).exit_code == 0
+                ours.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                assert plain.exec_run(["true"]).exit_code == 0
+                raw.append(time.perf_counter() - t0)
+        finally:
+            sandbox.close()
+            plain.remove(force=True)
+    print(f"sandbox create+start   median {ms(statistics.median(starts))}  "
+          f"(n={len(starts)}, min {ms(min(starts))}, max {ms(max(starts))})")
+    print(f"sandbox close (remove) median {ms(statistics.median(closes))}")
+    print(f"exec `true` DockerSandbox.exec   median {ms(statistics.median(ours))}  "
+          f"p95 {ms(p95(ours))}  (n={len(ours)})")
+    print(f"exec `true` raw exec_run         median {ms(statistics.median(raw))}  "
+          f"p95 {ms(p95(raw))}  (n={len(raw)})")
+    ratio = statistics.median(ours) / statistics.median(raw)
+    print(f"ratio sandbox/raw                median {ratio:.2f}x  p95 {p95(ours) / p95(raw):.2f}x")
+    print(f"leftover bench containers: {factory.sweep(LABELS)}")
+
+
+if __name__ == "__main__":
+    main()
