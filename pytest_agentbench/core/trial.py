@@ -177,6 +177,13 @@ class Trial:
         env_dir.mkdir(exist_ok=True)
         if self.cfg.owner_uid is not None:
             os.chown(env_dir, self.cfg.owner_uid, self.cfg.owner_uid)
+        self.environment["harness"] = {
+            "version": self.cfg.harness_version, "image": self.cfg.image,
+            "image_id": self.cfg.image_id, "image_digest": self.cfg.image_digest,
+            "ca_bundle": str(self.cfg.ca_bundle) if self.cfg.ca_bundle else None,
+            "pip_cache": str(self.cfg.pip_cache) if self.cfg.pip_cache else None,
+            "network_policy": self.spec.environment.network_policy,
+        }
         self.environment["repo"] = {
             "commit": checkout.commit,
             "fetched": checkout.fetched,

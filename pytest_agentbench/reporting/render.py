@@ -134,9 +134,9 @@ def summary_markdown(summary: RunSummary) -> str:
     out += ["## Failure taxonomy", "", table(
         ["suite", "reason", "blame", "attempts"],
         [[r["suite"], r["reason"], r["blame"], r["count"]] for r in tax["by_suite"]]), "",
-        "By task:", "", table(["task", "suite", "reason", "attempts"],
-                              [[r["task_id"], r["suite"], r["reason"], r["count"]]
-                               for r in tax["by_task"]]), ""]
+        "By task (most non-passing attempts first):", "",
+        table(["task", "suite", "non-passing attempts", "reasons"], _task_rows(tax["by_task"])),
+        ""]
     out += ["## Hardest tasks", "", table(
         ["task", "suite", "attempts", "passed", "pass rate", "top reason", "artifacts"],
         [[r["task_id"], r["suite"], r["attempts"], r["passed"], pct(r["rate"]),
@@ -148,6 +148,12 @@ def summary_markdown(summary: RunSummary) -> str:
     if d["warnings"]:
         out += ["## Warnings", ""] + [f"- {cell(w)}" for w in d["warnings"]] + [""]
     return "\n".join(out)
+
+
+def _task_rows(by_task: list[dict[str, Any]]) -> list[list[Any]]:
+    rows = [[r["task_id"], r["suite"], sum(r["reasons"].values()),
+             ", ".join(f"{k}: {v}" for k, v in sorted(r["reasons"].items()))] for r in by_task]
+    return sorted(rows, key=lambda row: (-row[2], row[0]))
 
 
 def summary_csv(summary: RunSummary) -> str:

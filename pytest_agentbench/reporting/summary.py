@@ -149,11 +149,17 @@ def _usage(df: pd.DataFrame, sdf: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def _taxonomy(df: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
-    fails = df[df["failure_reason"].notna()]
+def _taxonomy(df: pd.DataFrame) -> dict[str, Any]:
+    """Non-pass attempts by reason, by (suite, reason) and by task ({reason: attempts})."""
+    fails = df.loc[df["failure_reason"].notna(), ["suite", "task_id", "failure_reason", "blame"]]
     by_reason = fails.groupby(["failure_reason", "blame"]).size().reset_index(name="count")
     by_suite = fails.groupby(["suite", "failure_reason", "blame"]).size().reset_index(name="count")
-    by_task = fails.groupby(["task_id", "suite", "failure_reason"]).size().reset_index(name="count")
+    per_task = fails.groupby(["task_id", "failure_reason"]).size()
+    first = fails.drop_duplicates("task_id")
+    suite_of = dict(zip(first["task_id"], first["suite"], strict=True))
+    by_task: dict[str, dict[str, int]] = {}
+    for (task, reason), count in per_task.items():
+        by_task.setdefault(str(task), {})[str(reason)] = int(count)
     return {
         "by_reason": _records(by_reason.sort_values(["count", "failure_reason"],
                                                     ascending=[False, True]),
@@ -161,9 +167,8 @@ def _taxonomy(df: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
         "by_suite": _records(by_suite.sort_values(["suite", "count", "failure_reason"],
                                                   ascending=[True, False, True]),
                              rename={"failure_reason": "reason"}),
-        "by_task": _records(by_task.sort_values(["task_id", "count", "failure_reason"],
-                                                ascending=[True, False, True]),
-                            rename={"failure_reason": "reason"}),
+        "by_task": [{"task_id": t, "suite": str(suite_of[t]), "reasons": r}
+                    for t, r in by_task.items()],
     }
 
 
