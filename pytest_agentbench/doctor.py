@@ -142,12 +142,12 @@ def _check_leftovers(report: Report, factory: Any) -> None:
     leftover = in_use = 0
     for info in factory.containers({}):
         host, _, pid = (info.get("Labels") or {}).get(OWNER_LABEL, "").rpartition(":")
-        if host == here and pid.isdigit() and _alive(int(pid)) and info.get("State") == "running":
-            in_use += 1
-        elif host and host != here and info.get("State") == "running":
-            in_use += 1  # another machine's run on a shared engine
-        else:
-            leftover += 1
+        if host == here and pid.isdigit():
+            alive = _alive(int(pid))
+        else:  # no owner, or another machine's run on a shared engine: judge by its state
+            alive = bool(host) and info.get("State") == "running"
+        in_use += alive
+        leftover += not alive
     report(leftover == 0, "leftover containers",
            f"{leftover} leftover, {in_use} in use by live runs"
            + (" (remove them with `agentbench gc`)" if leftover else ""))

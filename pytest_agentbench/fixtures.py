@@ -106,7 +106,7 @@ def agentbench_attempt(
         keep_workspace=ab.options["keep_workspace"] or loaded.spec.artifacts.keep_workspace,
         ca_bundle=Path(ab.options["ca_bundle"]) if ab.options["ca_bundle"] else None,
         pip_cache=_pip_cache(),
-        owner_uid=SANDBOX_UID if os.geteuid() == 0 else None,
+        owner_uid=_owner_uid(ab),
         events_path=state.path / "events" / f"{state.session_token}-{worker}.jsonl",
         redact=redactor.redact,
         agent_params={
@@ -126,6 +126,12 @@ def agentbench_attempt(
     if is_error(record):
         raise TaskError(failure_text(record))
     return record
+
+
+def _owner_uid(ab: AgentbenchConfig) -> int | None:
+    """Docker sandboxes run as uid 1000: a root harness hands the workspace over to it."""
+    docker = ab.options["sandbox"] == "docker"
+    return SANDBOX_UID if docker and os.geteuid() == 0 else None
 
 
 def _pip_cache() -> Path:

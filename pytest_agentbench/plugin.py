@@ -79,7 +79,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     try:
         ab = _make_config(config, suites)
-    except (VariantError, ResumeError, ValueError) as exc:
+    except (VariantError, ResumeError, ValueError) as exc:  # ModelConfigError is a ValueError
         raise pytest.UsageError(str(exc)) from None
     config.stash[AB_KEY] = ab
     if config.args_source != pytest.Config.ArgsSource.ARGS:
@@ -136,6 +136,11 @@ def _make_config(config: pytest.Config, suites: list[str]) -> AgentbenchConfig:
             if (v := opt(f"agentbench_{k}")) is not None
         },
     }
+    _infer_local_preset(options["llm"])
+    if variant.agent == "llm_v0":
+        from pytest_agentbench.agents.llm_v0 import check_config
+
+        check_config(variant.config(), options["llm"])  # one usage error, not N failed attempts
     ab = AgentbenchConfig(
         taskpacks=taskpacks,
         suites=sorted(set(suites)),
@@ -153,6 +158,15 @@ def _make_config(config: pytest.Config, suites: list[str]) -> AgentbenchConfig:
     for task in loaded.tasks:
         ab.tasks_by_path[task.path.resolve()] = task
     return ab
+
+
+def _infer_local_preset(llm: dict[str, Any]) -> None:
+    """A loopback --agentbench-base-url with no preset means a local server that needs no key."""
+    from urllib.parse import urlparse
+
+    host = urlparse(str(llm.get("base_url", ""))).hostname or ""
+    if "preset" not in llm and (host in ("localhost", "::1") or host.startswith("127.")):
+        llm["preset"] = "local"
 
 
 def _default_worksteal(config: pytest.Config) -> None:

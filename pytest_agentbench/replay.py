@@ -1,5 +1,6 @@
-"""`agentbench replay --run RUN_DIR --task TASK_ID`: re-execute an attempt's recorded tool calls in
-a fresh sandbox, with no model, and say whether the recorded outcome reproduces (spec improvement 6).
+"""`agentbench replay --run RUN_DIR --task TASK_ID`: re-execute an attempt's recorded tool calls
+in a fresh sandbox, with no model, and say whether the recorded outcome reproduces (spec
+improvement 6).
 
 The replay runs the whole trial (prepare → setup → baseline → scripted agent → score) on the
 frozen task.yaml of the run, so a difference points at the harness, the task or the environment
@@ -162,7 +163,7 @@ class _ReplayAgent:
         reason, sub = result.get("failure_reason"), result.get("sub_reason")
         keep = (reason in AGENT_VERDICTS and (reason, sub) not in TRIAL_VERDICTS
                 and (reason != Reason.TIMEOUT or sub == "TASK_BUDGET"))
-        self.verdict = (Reason(reason), sub) if keep else None
+        self.verdict = (Reason(str(reason)), sub) if keep else None
 
     def run(self, ctx: AgentContext) -> AgentOutcome:
         outcome = self.inner.run(ctx)
@@ -190,7 +191,7 @@ def _run_trial(task: LoadedTask, record: dict[str, Any], script: Path, out: Path
         image=image["name"], image_id=image["id"], image_digest=image["digest"],
         harness_version=harness_version(), attempt_index=int(record.get("attempt_index", 0)),
         worker="replay", pip_cache=_pip_cache(), ca_bundle=_ca(resolve_ca_bundle),
-        owner_uid=SANDBOX_UID if os.geteuid() == 0 else None,
+        owner_uid=SANDBOX_UID if os.geteuid() == 0 and args.sandbox == "docker" else None,
         events_path=out / "events.jsonl", redact=redactor.redact,
     )
     factory = _factory(args.sandbox)

@@ -80,6 +80,21 @@ def load_prompt(name: str) -> tuple[str, str]:
     return data.decode("utf-8"), f"{name}@sha256:{hashlib.sha256(data).hexdigest()}"
 
 
+def check_config(variant: dict[str, Any], cli: dict[str, Any] | None = None,
+                 ) -> ResolvedModelConfig:
+    """Resolve and validate a variant's model settings, prompt and API key without calling the
+    model, so a run can fail once at start-up instead of in every attempt. `variant` is
+    `Variant.config()`; raises ModelConfigError with a one-line message."""
+    resolved = resolve_model_config(cli=cli, variant=variant.get("model"))
+    resolved.chat_params()  # no model configured
+    load_prompt(str((variant.get("params") or {}).get("prompt") or DEFAULTS["prompt"]))
+    key, _ = resolved.api_key()
+    if key is None and resolved.preset.requires_key:
+        raise ModelConfigError(f"preset {resolved.preset.name!r} needs an API key: set one of "
+                               + ", ".join(resolved.key_env_names()))
+    return resolved
+
+
 class LLMAgent:
     name = "llm_v0"
 
@@ -126,9 +141,7 @@ class _Run:
         caps = [n for n in (ctx.max_steps, params.get("max_steps")) if isinstance(n, int) and n > 0]
         self.max_steps = min(caps) if caps else 30
         try:
-            self.resolved: ResolvedModelConfig = resolve_model_config(
-                cli=params.get("_llm_cli"), variant=variant.get("model"))
-            self.resolved.chat_params()  # fails early when no model is configured
+            self.resolved = check_config({**variant, "params": self.cfg}, params.get("_llm_cli"))
             self.prompt, self.prompt_version = load_prompt(str(self.cfg["prompt"]))
             self.client = self.resolved.make_client(on_event=self._on_client_event,
                                                     transport=transport)

@@ -21,6 +21,7 @@ from pytest_agentbench.core import baseline as baseline_mod
 from pytest_agentbench.core.agent_api import Agent, AgentContext, AgentError, AgentOutcome
 from pytest_agentbench.core.events import EventSink, utc_now
 from pytest_agentbench.core.gitops import dirty_tracked_files
+from pytest_agentbench.core.phases import PhaseTimer
 from pytest_agentbench.core.ports import (
     ExecResult,
     Sandbox,
@@ -30,7 +31,8 @@ from pytest_agentbench.core.ports import (
 )
 from pytest_agentbench.core.recording import RecordingToolbox
 from pytest_agentbench.core.rundir import AttemptPaths, write_json
-from pytest_agentbench.core.signatures import sha256, signature
+from pytest_agentbench.core.scoring import verdict
+from pytest_agentbench.core.signatures import sha256
 from pytest_agentbench.core.tools import Toolbox, ToolPolicy
 from pytest_agentbench.repos import MirrorCache, RepoError, resolve_source
 from pytest_agentbench.spec.loader import LoadedTask
@@ -178,8 +180,10 @@ class Trial:
         if self.cfg.owner_uid is not None:
             os.chown(env_dir, self.cfg.owner_uid, self.cfg.owner_uid)
         self.environment["harness"] = {
-            "version": self.cfg.harness_version, "image": self.cfg.image,
-            "image_id": self.cfg.image_id, "image_digest": self.cfg.image_digest,
+            "version": self.cfg.harness_version,
+            "image": self.cfg.image,
+            "image_id": self.cfg.image_id,
+            "image_digest": self.cfg.image_digest,
             "ca_bundle": str(self.cfg.ca_bundle) if self.cfg.ca_bundle else None,
             "pip_cache": str(self.cfg.pip_cache) if self.cfg.pip_cache else None,
             "network_policy": self.spec.environment.network_policy,
@@ -306,8 +310,15 @@ class Trial:
         )
         try:
             self.outcome = self.agent.run(ctx)
-        except AgentError as exc:
-            self.outcome = AgentOutcome("error", exc.reason, exc.sub_reason, str(exc))
+        except AgentError as exc:  # infrastructure (LLM_ERROR, ...): keep what was spent
+            self.outcome = AgentOutcome(
+                "error",
+                exc.reason,
+                exc.sub_reason,
+                str(exc),
+                model=getattr(exc, "model", None),
+                usage=getattr(exc, "usage", None),
+            )
         except SandboxError:
             raise
         except Exception as exc:
@@ -338,38 +349,7 @@ class Trial:
             self.spec.environment.tool_timeout_sec,
             log="passing",
         )
-        sig = signature(result.exit_code, result.stdout, result.stderr)
-        if violation:
-            return Result(
-                passed=False,
-                exit_code=result.exit_code,
-                signature=sig,
-                failure_reason=Reason.TOOL_ERROR,
-                sub_reason="EDIT_NOT_ALLOWED",
-                summary=violation,
-            )
-        if result.ok:
-            return Result(passed=True, exit_code=0, summary="passing_command exited 0")
-        sub: str | None
-        if result.timed_out:
-            reason, sub = Reason.TIMEOUT, "PASSING_COMMAND_TIMEOUT"
-        elif outcome.reason is not None:
-            reason, sub = outcome.reason, outcome.sub_reason
-        elif time.monotonic() > self.deadline:
-            reason, sub = Reason.TIMEOUT, "TASK_BUDGET"
-        else:
-            reason, sub = Reason.TESTS_FAILED, None
-        detail = ", ".join(s.split(" ", 1)[-1] for s in sig[:3] if not s.startswith("output:"))
-        return Result(
-            passed=False,
-            exit_code=result.exit_code,
-            failure_reason=reason,
-            sub_reason=sub,
-            signature=sig,
-            summary=f"passing_command exited {result.exit_code}"
-            + (f" ({detail})" if detail else "")
-            + (f"; agent: {outcome.summary}" if outcome.summary else ""),
-        )
+        return verdict(result, outcome, violation, time.monotonic() > self.deadline)
 
     # -- helpers ----------------------------------------------------------------------------------
     def _exec(
@@ -399,11 +379,11 @@ class Trial:
     def _tool_event(self, type_: str, data: dict[str, Any]) -> None:
         self.events.emit(type_, actor="tool", **data)
 
-    def _phase(self, name: str) -> _Phase:
-        return _Phase(self, name)
+    def _phase(self, name: str) -> PhaseTimer:
+        return PhaseTimer(self.events, self.timings, name)
 
-    def _timed(self, name: str) -> _Phase:
-        return _Phase(self, name, emit=False)
+    def _timed(self, name: str) -> PhaseTimer:
+        return PhaseTimer(self.events, self.timings, name, emit=False)
 
     def _teardown(self) -> None:
         for sandbox in self.open_sandboxes:
@@ -455,25 +435,3 @@ class Trial:
                 "passing_stdout": "logs/passing_stdout.txt",
             },
         )
-
-
-class _Phase:
-    def __init__(self, trial: Trial, name: str, emit: bool = True) -> None:
-        self.trial, self.name, self.emit = trial, name, emit
-
-    def __enter__(self) -> None:
-        self.start = time.monotonic()
-        if self.emit:
-            self.trial.events.emit("phase_started", phase=self.name)
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        seconds = time.monotonic() - self.start
-        self.trial.timings[self.name] = round(self.trial.timings.get(self.name, 0) + seconds, 3)
-        if self.emit:
-            self.trial.events.emit(
-                "phase_finished",
-                phase=self.name,
-                ok=exc is None,
-                duration_ms=int(seconds * 1000),
-                detail=str(exc)[:300] if exc else "",
-            )

@@ -1,8 +1,11 @@
 """Read a run directory (`run.json` + `attempts.jsonl`) into one flat pandas DataFrame.
 
-Speed matters (100k records in well under a few seconds): each line is parsed with `json.loads`
-into a handful of column lists and the frame is built once. Pydantic validation of every record
-(`validate=True`) is optional, because it costs more than the whole report.
+Speed matters (100k records in a couple of seconds): the whole file is parsed in one call by
+pydantic-core against a flat TypedDict whose fields name the nested values they come from
+(`AliasPath("result", "passed")`), so only those values ever become Python objects; the frame
+is then built once. `full=False` skips the pairing-only fields (commit, image, limits, ...).
+Full `AttemptRecord` validation of every record (`validate=True`) is optional: it costs more
+than the whole report.
 
 Each attempt gets exactly one `category`, by this precedence:
 quarantined > flaky > invalid > infra > scored. Only `scored` attempts enter agent pass rates
@@ -11,15 +14,19 @@ quarantined > flaky > invalid > infra > scored. Only `scored` attempts enter age
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Iterable
+import multiprocessing
+import os
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Annotated, Any
 
 import numpy as np
 import pandas as pd
-from pydantic import TypeAdapter, ValidationError
+from pydantic import AliasPath, Field, TypeAdapter, ValidationError
 from typing_extensions import Required, TypedDict
 
 from pytest_agentbench.spec.taxonomy import BLAME, Reason
@@ -27,15 +34,69 @@ from pytest_agentbench.spec.taxonomy import BLAME, Reason
 ATTEMPTS_FILE = "attempts.jsonl"
 RUN_FILE = "run.json"
 EVENTS_FILE = "events.jsonl"
-
+PARALLEL_MIN_BYTES = 32 * 1024 * 1024
 CATEGORIES = ("scored", "infra", "invalid", "flaky", "quarantined")
-_STR_COLUMNS = (
-    "run_id", "attempt_id", "task_id", "suite", "variant", "task_commit", "harness_version",
-)
 
 
 class ReportError(Exception):
     """Bad input for a report: missing or malformed run directory, refused pairing, ..."""
+
+
+def _at(*path: str) -> Any:
+    return Field(validation_alias=AliasPath(*path))
+
+
+class _SummaryRecord(TypedDict, total=False):
+    """The slice of `AttemptRecord` the summary reads, flattened; the rest is skipped."""
+
+    run_id: Required[str]
+    task_id: Required[str]
+    suite: Required[str]
+    variant: Required[str]
+    attempt_index: Required[int]
+    harness_version: Required[str]
+    quarantined: str | None
+    duration_sec: float
+    passed: Required[Annotated[bool, _at("result", "passed")]]
+    failure_reason: Annotated[str | None, _at("result", "failure_reason")]
+    summary: Annotated[str, _at("result", "summary")]
+    signature: Annotated[list[str], _at("result", "signature")]
+    prompt_tokens: Annotated[int, _at("usage", "prompt_tokens")]
+    completion_tokens: Annotated[int, _at("usage", "completion_tokens")]
+    total_tokens: Annotated[int, _at("usage", "total_tokens")]
+    cost_usd: Annotated[float | None, _at("usage", "cost_usd")]
+    steps: Annotated[int, _at("agent", "steps")]
+    is_flaky: Annotated[bool, _at("baseline_validation", "is_flaky")]
+    task_dir: Annotated[str, _at("artifact_paths", "task_dir")]
+
+
+class _Record(_SummaryRecord, total=False):
+    """Plus what pairing and the HTML drill-down need."""
+
+    attempt_id: Required[str]
+    task_commit: Required[str]
+    image_digest: Annotated[str | None, _at("image", "digest")]
+    image_id: Annotated[str | None, _at("image", "id")]
+    image_name: Annotated[str, _at("image", "name")]
+    limits: dict[str, Any]
+    started_at: Annotated[str, _at("timestamps", "started_at")]
+
+
+COLUMNS = tuple(_Record.__annotations__)
+_DEFAULTS: dict[str, Any] = {
+    "quarantined": None, "duration_sec": 0.0, "failure_reason": None, "summary": "",
+    "signature": None, "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0,
+    "cost_usd": np.nan, "steps": 0, "is_flaky": False, "task_dir": "", "attempt_id": "",
+    "task_commit": "", "image_digest": None, "image_id": None, "image_name": "", "limits": None,
+    "started_at": "",
+}
+_INTS = ("attempt_index", "prompt_tokens", "completion_tokens", "total_tokens", "steps")
+
+
+@functools.cache
+def _adapters(full: bool) -> tuple[TypeAdapter[Any], TypeAdapter[Any]]:
+    record: Any = _Record if full else _SummaryRecord
+    return TypeAdapter(record), TypeAdapter(list[record])
 
 
 @dataclass(frozen=True)
@@ -47,31 +108,26 @@ class Run:
     attempts: pd.DataFrame
     warnings: tuple[str, ...] = field(default=())
 
+    def _from_records(self, column: str) -> str:
+        values = self.attempts[column].unique() if len(self.attempts) else []
+        return ",".join(sorted(str(v) for v in values))
+
     @property
     def run_id(self) -> str:
-        rid = self.meta.get("run_id")
-        if rid:
-            return str(rid)
-        ids = self.attempts["run_id"].unique() if len(self.attempts) else []
-        return str(ids[0]) if len(ids) == 1 else self.path.name
+        return str(self.meta.get("run_id") or self._from_records("run_id") or self.path.name)
 
     @property
     def variant(self) -> str:
-        var = self.meta.get("variant")
-        if var:
-            return str(var)
-        vs = self.attempts["variant"].unique() if len(self.attempts) else []
-        return ",".join(sorted(str(v) for v in vs))
+        return str(self.meta.get("variant") or self._from_records("variant"))
 
     @property
     def harness_version(self) -> str:
-        if len(self.attempts):
-            return ",".join(sorted(str(v) for v in self.attempts["harness_version"].unique()))
-        return str(self.meta.get("harness_version", ""))
+        """From the records (what actually ran), else from run.json."""
+        return self._from_records("harness_version") or str(self.meta.get("harness_version", ""))
 
 
-def load_run(run_dir: str | Path, validate: bool = False) -> Run:
-    """Load `run_dir`. Raises `ReportError` naming the file and line on malformed input.
+def load_run(run_dir: str | Path, validate: bool = False, full: bool = True) -> Run:
+    """Load `run_dir`. Raises `ReportError` naming the file and record on malformed input.
 
     A truncated last line (a writer killed mid-line) is skipped with a warning; duplicate
     (task_id, attempt_index) rows keep the last one, with a warning (a resumed run).
@@ -83,19 +139,34 @@ def load_run(run_dir: str | Path, validate: bool = False) -> Run:
     attempts_path = path / ATTEMPTS_FILE
     if not attempts_path.is_file():
         raise ReportError(f"{attempts_path}: missing (no attempt was recorded in this run)")
-    records, warnings = _read_jsonl(attempts_path)
+    records, warnings = _read_jsonl(attempts_path, full)
     if validate:
         _validate(attempts_path)
     frame = records_to_frame(records, str(attempts_path))
     before = len(frame)
-    if before:
-        frame = frame.drop_duplicates(["task_id", "attempt_index"], keep="last")
-        frame = frame.reset_index(drop=True)
+    frame = frame.drop_duplicates(["task_id", "attempt_index"], keep="last")
+    frame = frame.reset_index(drop=True)
     if len(frame) < before:
         warnings.append(
             f"{before - len(frame)} duplicate (task_id, attempt_index) record(s); kept the last"
         )
     return Run(path=path, meta=meta, attempts=frame, warnings=tuple(warnings))
+
+
+def load_runs(run_dirs: Sequence[str | Path], validate: bool = False,
+              full: bool = True) -> list[Run]:
+    """Load several runs; large ones in parallel (forked workers) when there are spare cores."""
+    paths = [Path(d) for d in run_dirs]
+    size = sum((p / ATTEMPTS_FILE).stat().st_size for p in paths if (p / ATTEMPTS_FILE).is_file())
+    parallel = (len(paths) > 1 and size >= PARALLEL_MIN_BYTES and (os.cpu_count() or 1) > 1
+                and "fork" in multiprocessing.get_all_start_methods())
+    if not parallel:
+        return [load_run(p, validate, full) for p in paths]
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(max_workers=len(paths) - 1, mp_context=context) as pool:
+        futures = [pool.submit(load_run, p, validate, full) for p in paths[1:]]
+        first = load_run(paths[0], validate, full)
+        return [first] + [f.result() for f in futures]
 
 
 def _read_meta(path: Path) -> dict[str, Any]:
@@ -110,92 +181,30 @@ def _read_meta(path: Path) -> dict[str, Any]:
     return data
 
 
-class _Result(TypedDict, total=False):
-    passed: Required[bool]
-    failure_reason: str | None
-    summary: str
-    signature: list[str]
-
-
-class _Usage(TypedDict, total=False):
-    prompt_tokens: int
-    completion_tokens: int
-    total_tokens: int
-    cost_usd: float | None
-
-
-class _Agent(TypedDict, total=False):
-    steps: int
-
-
-class _Baseline(TypedDict, total=False):
-    is_flaky: bool
-
-
-class _Image(TypedDict, total=False):
-    name: str
-    id: str | None
-    digest: str | None
-
-
-class _Timestamps(TypedDict, total=False):
-    started_at: str
-
-
-class _Record(TypedDict, total=False):
-    """The slice of `AttemptRecord` the reports read; other keys are skipped by the parser."""
-
-    run_id: Required[str]
-    attempt_id: Required[str]
-    task_id: Required[str]
-    suite: Required[str]
-    variant: Required[str]
-    attempt_index: Required[int]
-    task_commit: Required[str]
-    harness_version: Required[str]
-    quarantined: str | None
-    duration_sec: float
-    result: Required[_Result]
-    usage: _Usage | None
-    agent: _Agent
-    baseline_validation: _Baseline
-    image: _Image | None
-    limits: dict[str, Any]
-    artifact_paths: dict[str, str]
-    timestamps: _Timestamps
-
-
-_ONE = TypeAdapter(_Record)
-_MANY = TypeAdapter(list[_Record])
-
-
-def _read_jsonl(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+def _read_jsonl(path: Path, full: bool = True) -> tuple[list[dict[str, Any]], list[str]]:
     """Parse the records, skipping blank lines and a truncated last line (with a warning).
 
-    Fast path: the whole file as one JSON array through pydantic-core, which materialises only
-    the fields of `_Record`. On failure, lines are parsed one by one to name the bad one.
+    Fast path: the whole file as one JSON array in one pydantic-core call. On failure, lines are
+    parsed one by one to name the bad record.
     """
+    one, many = _adapters(full)
     lines = [line for line in path.read_bytes().split(b"\n") if line.strip()]
     warnings: list[str] = []
-    if lines:
-        try:
-            _ONE.validate_json(lines[-1])
-        except ValidationError:
-            if not _is_json(lines[-1]):  # a writer killed mid-line
-                warnings.append(f"{path}: truncated last line skipped")
-                lines.pop()
+    if lines and not _is_json(lines[-1]):  # a writer killed mid-line
+        warnings.append(f"{path}: truncated last line skipped")
+        lines.pop()
     try:
-        records = _MANY.validate_json(b"[" + b",".join(lines) + b"]")
+        records: list[dict[str, Any]] = many.validate_json(b"[" + b",".join(lines) + b"]")
     except ValidationError:
         records = []
         for number, line in enumerate(lines, 1):
             try:
-                records.append(_ONE.validate_json(line))
+                records.append(one.validate_json(line))
             except ValidationError as exc:
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"])
                 raise ReportError(f"{path}: record {number}: {where}: {first['msg']}") from exc
-    return cast(list[dict[str, Any]], records), warnings
+    return records, warnings
 
 
 def _is_json(line: bytes) -> bool:
@@ -221,59 +230,33 @@ def _validate(path: Path) -> None:
                 from exc
 
 
-def _image_key(image: Any) -> str:
-    if not isinstance(image, dict):
-        return ""
-    return str(image.get("digest") or image.get("id") or image.get("name") or "")
-
-
 def canonical_limits(limits: pd.Series) -> pd.Series:
     """Order-insensitive text of each attempt's `limits` (computed once per distinct value)."""
     texts = [repr(d) for d in limits]
     canon: dict[str, str] = {}
     for text, d in zip(texts, limits, strict=True):
         if text not in canon:
-            canon[text] = json.dumps(d or {}, sort_keys=True)
+            canon[text] = json.dumps(d if isinstance(d, dict) else {}, sort_keys=True)
     return pd.Series([canon[t] for t in texts], index=limits.index, dtype=object)
 
 
-def _sub(frame: pd.DataFrame, column: str, fields: dict[str, Any]) -> pd.DataFrame:
-    """Flatten a column of (possibly missing) dicts into `fields`, with defaults."""
-    values = [v if isinstance(v, dict) else {} for v in frame[column]] if column in frame \
-        else [{}] * len(frame)
-    sub = pd.DataFrame.from_records(values, columns=list(fields), index=frame.index)
-    for name, default in fields.items():
-        if default is not None:
-            sub[name] = sub[name].fillna(default)
-    return sub
-
-
 def records_to_frame(records: list[dict[str, Any]], source: str = "<records>") -> pd.DataFrame:
-    """Flatten attempt records (plain dicts) into the report frame, column by column."""
-    raw = pd.DataFrame.from_records(records, columns=list(_Record.__annotations__))
-    result = _sub(raw, "result", {"passed": False, "failure_reason": None, "summary": "",
-                                  "signature": None})
-    usage = _sub(raw, "usage", {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0,
-                                "cost_usd": None})
-    frame = pd.DataFrame({name: raw[name].fillna("").astype(str) for name in _STR_COLUMNS})
-    frame["attempt_index"] = raw["attempt_index"].fillna(0).astype(np.int64)
-    frame["quarantined"] = raw["quarantined"].where(raw["quarantined"].notna(), None)
-    frame["duration_sec"] = raw["duration_sec"].astype(float).fillna(0.0)
-    frame["passed"] = result["passed"].astype(bool)
-    frame["failure_reason"] = result["failure_reason"].where(result["failure_reason"].notna(),
-                                                             None)
-    frame["summary"] = result["summary"].astype(str)
-    frame["signature_list"] = result["signature"]
-    frame["steps"] = _sub(raw, "agent", {"steps": 0})["steps"].astype(np.int64)
-    for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
-        frame[name] = usage[name].astype(np.int64)
-    frame["cost_usd"] = usage["cost_usd"].astype(float)
-    frame["is_flaky"] = _sub(raw, "baseline_validation", {"is_flaky": False})["is_flaky"] \
-        .astype(bool)
-    frame["image"] = [_image_key(v) for v in raw["image"]]
-    frame["limits_raw"] = raw["limits"]
-    frame["task_dir"] = _sub(raw, "artifact_paths", {"task_dir": ""})["task_dir"].astype(str)
-    frame["started_at"] = _sub(raw, "timestamps", {"started_at": ""})["started_at"].astype(str)
+    """The report frame from flat records (as parsed above): defaults filled, types fixed."""
+    frame = pd.DataFrame.from_records(records, columns=list(COLUMNS))
+    for name, default in _DEFAULTS.items():
+        if default is not None:
+            frame[name] = frame[name].fillna(default)
+        else:
+            frame[name] = frame[name].astype(object).where(frame[name].notna(), None)
+    for name in _INTS:
+        frame[name] = frame[name].astype(np.int64)
+    frame["passed"] = frame["passed"].astype(bool)
+    frame["is_flaky"] = frame["is_flaky"].astype(bool)
+    frame["duration_sec"] = frame["duration_sec"].astype(float)
+    frame["cost_usd"] = frame["cost_usd"].astype(float)
+    digest, image_id = frame["image_digest"], frame["image_id"]
+    frame["image"] = digest.where(digest.notna(), image_id.where(image_id.notna(),
+                                                                 frame["image_name"]))
     return _derive(frame, source)
 
 
@@ -284,17 +267,16 @@ def _derive(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     if unknown:
         raise ReportError(f"{source}: unknown failure_reason(s): {sorted(map(str, unknown))}")
     blame = reasons.map(known)
-    frame["blame"] = blame.where(blame.notna(), None)
+    frame["blame"] = blame.astype(object).where(blame.notna(), None)
     quarantined = frame["quarantined"].notna()
     flaky = frame["is_flaky"] | (reasons == Reason.BASELINE_FLAKY.value)
     invalid = blame == "task"
-    infra = blame == "infra"
     frame["task_invalid"] = invalid | flaky
-    frame["infra"] = infra
+    frame["infra"] = blame == "infra"
     frame["is_quarantined"] = quarantined
     category = np.select(
-        [quarantined, flaky, invalid, infra], ["quarantined", "flaky", "invalid", "infra"],
-        default="scored",
+        [quarantined, flaky, invalid, frame["infra"]],
+        ["quarantined", "flaky", "invalid", "infra"], default="scored",
     )
     frame["category"] = pd.Categorical(category, categories=CATEGORIES)
     return frame
@@ -319,5 +301,5 @@ def load_events(run_dir: str | Path, attempt_ids: Iterable[str]) -> dict[str, li
             if isinstance(obj, dict) and obj.get("attempt_id") in wanted:
                 out[obj["attempt_id"]].append(obj)
     for events in out.values():
-        events.sort(key=lambda e: (e.get("seq") if isinstance(e.get("seq"), int) else 0))
+        events.sort(key=lambda e: e["seq"] if isinstance(e.get("seq"), int) else 0)
     return out

@@ -115,8 +115,8 @@ def pair_runs(
             problems.append(f"tasks: {len(only_a)} task(s) only in A: {_listing(only_a)}")
         if only_b:
             problems.append(f"tasks: {len(only_b)} task(s) only in B: {_listing(only_b)}")
-    da = da.assign(limits=canonical_limits(da["limits_raw"]))
-    db = db.assign(limits=canonical_limits(db["limits_raw"]))
+    da = da.assign(limits=canonical_limits(da["limits"]))
+    db = db.assign(limits=canonical_limits(db["limits"]))
     allowed_diffs: dict[str, int] = {}
     for column in CHECKED_FIELDS:
         if column == "harness_version":

@@ -218,7 +218,7 @@ def signature_keys(frame: pd.DataFrame) -> pd.Series:
     reason = frame["failure_reason"].fillna("FAILED").astype(str)
     fallback = reason + ": " + by_summary
     sig = pd.Series([" | ".join(v) if isinstance(v, list) else "" for v in
-                     frame["signature_list"]], index=frame.index, dtype=object)
+                     frame["signature"]], index=frame.index, dtype=object)
     return sig.where(sig != "", fallback)
 
 
@@ -318,7 +318,7 @@ def write_summary(run_dir: str | Path, infra_as_failure: bool = False) -> Path:
     from pytest_agentbench.reporting.render import summary_markdown
 
     path = Path(run_dir) / SUMMARY_FILE
-    run = load_run(run_dir)
+    run = load_run(run_dir, full=False)
     text = summary_markdown(summarize(run, infra_as_failure=infra_as_failure))
     tmp = path.with_suffix(".md.tmp")
     tmp.write_text(text, encoding="utf-8")

@@ -328,8 +328,13 @@ class DockerSandbox:
     # -- facts and lifecycle --------------------------------------------------------------------
     def facts(self) -> dict[str, Any]:
         if self._os_facts is None:
-            probe = self.exec(local.FACTS_SCRIPT, timeout_sec=60)
-            self._os_facts = local.parse_facts(probe.stdout)
+            # The probe costs ~1 s (python, pip, pytest start-ups); the image decides its answer.
+            key = str(self._image.get("id") or self.spec.image)
+            cached = self._factory.os_facts_cache.get(key)
+            if cached is None:
+                probe = self.exec(local.FACTS_SCRIPT, timeout_sec=60)
+                cached = self._factory.os_facts_cache[key] = local.parse_facts(probe.stdout)
+            self._os_facts = cached
         return {
             "sandbox": "docker", "isolation": "container", "image": self.spec.image,
             "image_id": self._image.get("id"), "repo_digest": self._image.get("digest"),
@@ -360,6 +365,7 @@ class DockerSandboxFactory:
         self._ipc_mode = "none"
         self._engine: dict[str, Any] | None = None
         self._open: dict[str, DockerSandbox] = {}
+        self.os_facts_cache: dict[str, dict[str, str]] = {}  # image id -> OS facts
         self._lock = threading.Lock()
 
     @property

@@ -182,13 +182,12 @@ class LocalSandbox:
         env = {
             "PATH": f"{env_bin}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
             "HOME": os.environ.get("HOME", str(self.spec.workspace)),
-            "PYTHONUSERBASE": str(self.spec.env_dir),
-            **DETERMINISTIC_ENV, **self.spec.env, **(extra or {}),
+            "PYTHONUSERBASE": str(self.spec.env_dir), **DETERMINISTIC_ENV,
         }
         if self.spec.ca_bundle is not None:
             ca = str(self.spec.ca_bundle)
             env.update(SSL_CERT_FILE=ca, REQUESTS_CA_BUNDLE=ca, PIP_CERT=ca, GIT_SSL_CAINFO=ca)
-        return env
+        return {**env, **self.spec.env, **(extra or {})}
 
     def host_cwd(self, cwd: str | None) -> Path:
         if cwd is None:

@@ -78,6 +78,12 @@ def test_huge_output_is_truncated(sandbox: Sandbox) -> None:
     assert result.full_stdout is None and result.full_stderr is None
 
 
+def test_runaway_output_is_counted_not_hoarded(sandbox: Sandbox) -> None:
+    result = sandbox.exec("yes abcdefghij | head -n 3000000", timeout_sec=60)  # 33 MB
+    assert result.exit_code == 0 and result.stdout_truncated
+    assert result.stdout_total_lines == 3_000_000 and len(result.stdout) < 100_000
+
+
 def test_full_logs_keep_everything(make_sandbox: Callable[..., Sandbox]) -> None:
     sandbox = make_sandbox(full_logs=True)
     result = sandbox.exec("seq 200000; echo done >&2", timeout_sec=60)

@@ -7,6 +7,7 @@ so these tests exercise the loop, its stop conditions, budgets and accounting, n
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import time
@@ -16,11 +17,16 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.agents.llm_v0 import LLMAgent, _Run, load_prompt
+from pytest_agentbench.agents.llm_v0 import LLMAgent, _Run, check_config, load_prompt
 from pytest_agentbench.core.agent_api import AgentContext, AgentError, AgentOutcome
 from pytest_agentbench.core.events import EventSink
 from pytest_agentbench.core.tool_results import ErrorType, ToolResult
-from pytest_agentbench.llm import OpenAICompatClient, Redactor, resolve_model_config
+from pytest_agentbench.llm import (
+    ModelConfigError,
+    OpenAICompatClient,
+    Redactor,
+    resolve_model_config,
+)
 from pytest_agentbench.spec.task import TaskSpec
 from pytest_agentbench.spec.taxonomy import Reason
 from pytest_agentbench.variants import load_variant
@@ -425,6 +431,20 @@ def test_prompt_version_and_bundled_variants() -> None:
     assert load_variant("baseline").budgets["max_cost_usd"] > 0
 
 
+def test_check_config_fails_fast_without_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("AGENTBENCH_API_KEY", "OPENROUTER_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    baseline = load_variant("baseline").config()
+    with pytest.raises(ModelConfigError, match="OPENROUTER_API_KEY"):
+        check_config(baseline)
+    assert check_config(load_variant("local").config()).preset.name == "local"  # no key needed
+    monkeypatch.setenv("OPENROUTER_API_KEY", KEY)
+    resolved = check_config(baseline, {"model": "cli/model", "temperature": 0.7})
+    assert resolved.values["model"] == "cli/model" and resolved.sources["temperature"] == "cli"
+    with pytest.raises(ModelConfigError, match="prompt"):
+        check_config({**baseline, "params": {"prompt": "system_v999"}})
+
+
 # -- the harness's own cost per step -------------------------------------------------------------
 def test_harness_overhead_per_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The loop's own time per step: loop time minus the time spent inside the model client
@@ -456,3 +476,55 @@ def test_harness_overhead_per_step(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     print(f"\nllm_v0 harness overhead: {overhead:.2f} ms/step "
           f"(loop {loop_ms:.0f} ms, in the model client {model_ms:.0f} ms, 20 steps)")
     assert overhead < 50
+
+
+# -- through the real trial pipeline (local sandbox), then replayed without the model ------------
+def test_solves_a_custom_dev_task_through_the_trial_and_replay_reproduces_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_agentbench.core.rundir import append_jsonl
+    from pytest_agentbench.core.trial import Trial, TrialConfig
+    from pytest_agentbench.replay import run_replay
+    from pytest_agentbench.repos.mirror import MirrorCache
+    from pytest_agentbench.sandbox.local import LocalSandboxFactory
+    from pytest_agentbench.spec.loader import load_task
+
+    taskpacks = Path(__file__).resolve().parents[2] / "taskpacks"
+    task = load_task(taskpacks / "custom-dev" / "fix-mean-off-by-one" / "task.yaml")
+    monkeypatch.setenv("AGENTBENCH_API_KEY", KEY)
+    monkeypatch.setenv("AGENTBENCH_GIT_CACHE", str(tmp_path / "git"))
+    usage = {"prompt_tokens": 900, "completion_tokens": 40, "total_tokens": 940, "cost": 0.0012}
+    steps: list[Step] = [
+        Reply(tool_calls=[{"name": "read_file", "arguments": {"path": "minilib/mathx.py"}}],
+              usage=usage),
+        json_in_content("apply_patch", {"unified_diff": (task.task_dir / "oracle.patch")
+                                        .read_text()}),  # a text-only call in the middle
+        tool_reply("run", {"command": task.spec.validation.failing_command}),
+        tool_reply("finish", {"summary": "mean divides by len(values)"}),
+    ]
+    run_dir, redactor = tmp_path / "run", Redactor()
+    with FakeOpenAIServer(steps) as srv:
+        cfg = TrialConfig(
+            run_id="run-1", run_dir=run_dir, work_root=tmp_path / "work", variant="baseline",
+            variant_config_hash="h", image="local", harness_version="test",
+            events_path=run_dir / "events.jsonl", redact=redactor.redact,
+            agent_params={"_variant": {"model": {"preset": "openrouter", "name": "some/model",
+                                                 "base_url": srv.base_url}, "budgets": {}},
+                          "_llm_cli": {}, "_redactor": redactor})
+        record = Trial(task, cfg, LocalSandboxFactory(), MirrorCache(tmp_path / "git"),
+                       LLMAgent()).run().to_json_dict()
+    assert record["result"]["passed"], record["result"]
+    assert record["agent"]["finished_by"] == "finish"
+    assert record["usage"]["llm_calls"] == 4 and record["usage"]["fallback_tool_calls"] == 1
+    assert record["usage"]["cost_usd"] == pytest.approx(0.0012)
+    assert record["model"]["prompt_version"].startswith("system_v1@sha256:")
+    for path in run_dir.rglob("*"):
+        assert not path.is_file() or KEY not in path.read_text(errors="replace"), path
+    append_jsonl(run_dir / "attempts.jsonl", record)
+
+    args = argparse.Namespace(run=run_dir, task=task.id, attempt=None, taskpacks=taskpacks,
+                              sandbox="local", image=None, git_cache=tmp_path / "git")
+    assert run_replay(args) == 0
+    assert "REPRODUCED" in capsys.readouterr().out
+    [replay] = list((run_dir / "replays").glob("*/replay.json"))
+    assert json.loads(replay.read_text())["tool_calls"] == 4

@@ -1,0 +1,166 @@
+"""`agentbench report summary|paired` and `agentbench gate`, as argparse sub-commands.
+
+The console script calls `add_report_commands(subparsers)`; every parser it adds sets
+`func(args) -> int`, the process exit code:
+- report summary / report paired: 0, or 2 on bad input or a refused pairing;
+- gate: 1 on regression, 0 otherwise, 2 on bad input or a refused pairing.
+`main(argv)` runs these commands on their own (`python -m pytest_agentbench.reporting.cli`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_agentbench.reporting.load import ReportError
+
+EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def add_report_commands(subparsers: Any) -> None:
+    """Add `report` (with `summary` and `paired`) and `gate` to an argparse subparsers object."""
+    report = subparsers.add_parser("report", help="summary and paired reports over run dirs")
+    kinds = report.add_subparsers(dest="report_kind", metavar="{summary,paired}")
+    kinds.required = True
+
+    summary = kinds.add_parser("summary", help="pass rates, taxonomy, costs of one run")
+    summary.add_argument("--run", required=True, type=Path, metavar="DIR", help="run directory")
+    _add_format(summary, ("md", "csv", "json", "html"))
+    summary.add_argument("--infra-as-failure", action="store_true",
+                         help="count infra errors (SANDBOX_ERROR, LLM_ERROR) as agent failures "
+                              "instead of excluding them")
+    summary.add_argument("--validate", action="store_true",
+                         help="validate every record against the AttemptRecord model (slow)")
+    summary.set_defaults(func=_run_summary)
+
+    paired = kinds.add_parser("paired", help="paired comparison of two runs (A vs B)")
+    paired.add_argument("--run-a", required=True, type=Path, metavar="A", help="baseline run")
+    paired.add_argument("--run-b", required=True, type=Path, metavar="B", help="variant run")
+    paired.add_argument("--method", choices=("mcnemar", "bootstrap"), default="mcnemar",
+                        help="primary test (both are always reported; default mcnemar)")
+    _add_pairing(paired)
+    _add_format(paired, ("md", "csv", "json"))
+    paired.set_defaults(func=_run_paired)
+
+    gate = subparsers.add_parser("gate", help="regression gate: exit 1 if the candidate regressed")
+    gate.add_argument("--baseline", required=True, type=Path, metavar="A")
+    gate.add_argument("--candidate", required=True, type=Path, metavar="B")
+    gate.add_argument("--max-drop", type=float, default=None,
+                      help="largest allowed drop in pass rate, A - B (default 0.05 when "
+                           "--margin is not given)")
+    gate.add_argument("--margin", type=float, default=None,
+                      help="non-inferiority margin: regression if the one-sided (1 - alpha) "
+                           "bootstrap upper bound of A - B exceeds it")
+    _add_pairing(gate)
+    _add_format(gate, ("md", "csv", "json"))
+    gate.set_defaults(func=_run_gate)
+
+
+def _add_format(parser: argparse.ArgumentParser, formats: Sequence[str]) -> None:
+    parser.add_argument("--format", choices=formats, default="md")
+    parser.add_argument("--out", type=Path, default=None, metavar="FILE",
+                        help="write the report here instead of standard output")
+
+
+def _add_pairing(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--missing", choices=("skip", "fail"), default="fail",
+                        help="tasks or attempts present in only one run: drop them (skip) or "
+                             "refuse (fail, default)")
+    parser.add_argument("--allow-mismatch", action="append", default=[], metavar="FIELD",
+                        choices=("task_commit", "image", "limits", "harness_version"),
+                        help="accept a difference in this pairing field (repeatable)")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument("--resamples", type=int, default=10_000,
+                        help="bootstrap resamples (default 10000)")
+    parser.add_argument("--alpha", type=float, default=0.05, help="significance level")
+    parser.add_argument("--infra-as-failure", action="store_true",
+                        help="count infra errors as failures instead of dropping those pairs")
+
+
+def _emit(text: str, out: Path | None) -> None:
+    if out is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    print(f"wrote {out}", file=sys.stderr)
+
+
+def _fail(exc: Exception) -> int:
+    print(f"agentbench: {exc}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _run_summary(args: argparse.Namespace) -> int:
+    from pytest_agentbench.reporting.load import load_run
+    from pytest_agentbench.reporting.summary import summarize
+
+    try:
+        run = load_run(args.run, validate=args.validate, full=args.format == "html")
+        summary = summarize(run, infra_as_failure=args.infra_as_failure)
+        if args.format == "html":
+            from pytest_agentbench.reporting.html import render_html
+
+            text = render_html(run, summary)
+        else:
+            from pytest_agentbench.reporting.render import render_summary
+
+            text = render_summary(summary, args.format)
+    except ReportError as exc:
+        return _fail(exc)
+    _emit(text, args.out)
+    return EXIT_OK
+
+
+def _load_pair(a: Path, b: Path) -> tuple[Any, Any]:
+    from pytest_agentbench.reporting.load import load_runs
+
+    run_a, run_b = load_runs([a, b])
+    return run_a, run_b
+
+
+def _run_paired(args: argparse.Namespace) -> int:
+    from pytest_agentbench.reporting.paired import compare
+    from pytest_agentbench.reporting.render import render_paired
+
+    try:
+        run_a, run_b = _load_pair(args.run_a, args.run_b)
+        report = compare(run_a, run_b, args.method, args.missing, args.allow_mismatch,
+                         args.seed, args.resamples, args.alpha, args.infra_as_failure)
+    except ReportError as exc:
+        return _fail(exc)
+    _emit(render_paired(report, args.format), args.out)
+    return EXIT_OK
+
+
+def _run_gate(args: argparse.Namespace) -> int:
+    from pytest_agentbench.reporting.gate import gate
+    from pytest_agentbench.reporting.render import render_gate
+
+    try:
+        run_a, run_b = _load_pair(args.baseline, args.candidate)
+        result = gate(run_a, run_b, max_drop=args.max_drop, margin=args.margin,
+                      alpha=args.alpha, missing=args.missing,
+                      allow_mismatch=args.allow_mismatch, seed=args.seed,
+                      resamples=args.resamples, infra_as_failure=args.infra_as_failure)
+    except ReportError as exc:
+        return _fail(exc)
+    _emit(render_gate(result, args.format), args.out)
+    if args.format != "md":  # the verdict always reaches a human in CI logs
+        print(result.data["verdict"], file=sys.stderr)
+    return result.exit_code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="agentbench")
+    add_report_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

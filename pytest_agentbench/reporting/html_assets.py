@@ -1,0 +1,148 @@
+"""Inline CSS and JavaScript of the HTML run report (no network, no external files).
+
+The script builds each task's drill-down only when it is first opened (lazy rendering), and puts
+every value from the run into the page with `textContent`, never as markup: the content is
+untrusted agent output.
+"""
+
+CSS = """
+:root{--ok:#1a7f37;--bad:#cf222e;--task:#8c959f;--infra:#bf8700;--fg:#1f2328;--mut:#59636e}
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;color:var(--fg);margin:0 auto;
+ max-width:1200px;padding:16px 24px}
+h1{font-size:22px;margin:8px 0}h2{font-size:17px;margin:24px 0 8px;border-bottom:1px solid #ddd}
+.muted{color:var(--mut)}.cards{display:flex;gap:12px;flex-wrap:wrap;margin:12px 0}
+.card{border:1px solid #ddd;border-radius:8px;padding:8px 14px;min-width:120px}
+.card b{display:block;font-size:20px}.plots{display:flex;flex-wrap:wrap;gap:16px}
+.plot{border:1px solid #eee;border-radius:8px;padding:6px}.plot h3{font-size:13px;margin:2px 6px}
+table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;
+ border-bottom:1px solid #eee;vertical-align:top}th{background:#f6f8fa;position:sticky;top:0}
+tr.task:hover{background:#f6f8fa}button.open{font:inherit;border:1px solid #ccc;border-radius:6px;
+ background:#fff;cursor:pointer;padding:1px 8px}
+.pass{color:var(--ok);font-weight:600}.fail{color:var(--bad);font-weight:600}
+.drill-body{padding:8px 4px 16px 16px;border-left:3px solid #d0d7de}
+details{margin:4px 0}summary{cursor:pointer}
+pre{background:#f6f8fa;padding:8px;overflow:auto;max-height:420px;white-space:pre-wrap;
+ word-break:break-word;margin:4px 0}
+.diff .add{color:#116329;background:#dafbe1}.diff .del{color:#82071e;background:#ffebe9}
+.diff .hunk{color:#0550ae}.tl td{font-family:ui-monospace,monospace;font-size:12px}
+.controls{display:flex;gap:8px;margin:8px 0}.controls input{flex:1;padding:4px 8px}
+.note{color:var(--mut);font-style:italic}
+"""
+
+JS = r"""
+(function () {
+  'use strict';
+  var data = JSON.parse(document.getElementById('ab-data').textContent);
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) { e.className = cls; }
+    if (text !== undefined && text !== null) { e.textContent = String(text); }
+    return e;
+  }
+  function lazy(title, open, build) {
+    var d = el('details'); var built = false;
+    d.appendChild(el('summary', null, title));
+    function fill() { if (d.open && !built) { built = true; build(d); } }
+    d.addEventListener('toggle', fill);
+    if (open) { d.open = true; fill(); }
+    return d;
+  }
+  function note(parent, text) { parent.appendChild(el('p', 'note', text)); }
+  function pre(text, cls) { return el('pre', cls, text); }
+  function kv(a) {
+    var t = el('table'); var rows = [
+      ['outcome', a.passed ? 'passed' : (a.reason || 'failed')], ['category', a.category],
+      ['duration (s)', a.duration], ['steps', a.steps], ['tokens', a.tokens],
+      ['cost (USD)', a.cost], ['summary', a.summary], ['signature', a.signature],
+      ['artifacts', a.task_dir]];
+    rows.forEach(function (r) {
+      if (r[1] === null || r[1] === undefined || r[1] === '') { return; }
+      var tr = el('tr'); tr.appendChild(el('th', null, r[0])); tr.appendChild(el('td', null, r[1]));
+      t.appendChild(tr);
+    });
+    return t;
+  }
+  function timeline(d, events) {
+    if (!events.length) { note(d, 'No events recorded for this attempt.'); return; }
+    var t = el('table', 'tl'); var h = el('tr');
+    ['seq', 't (ms)', 'type', 'actor', 'detail'].forEach(function (x) { h.appendChild(el('th', null, x)); });
+    t.appendChild(h);
+    events.forEach(function (e) {
+      var tr = el('tr'); e.forEach(function (v) { tr.appendChild(el('td', null, v)); });
+      t.appendChild(tr);
+    });
+    d.appendChild(t);
+  }
+  function entries(d, items, kind) {
+    if (!items.length) { note(d, 'No ' + kind + ' recorded.'); return; }
+    items.forEach(function (it) {
+      d.appendChild(lazy(it.title, false, function (x) { x.appendChild(pre(it.text)); }));
+    });
+  }
+  function diff(text) {
+    var p = el('pre', 'diff');
+    text.split('\n').forEach(function (line) {
+      var cls = null;
+      if (line.indexOf('@@') === 0) { cls = 'hunk'; }
+      else if (line.charAt(0) === '+' && line.indexOf('+++') !== 0) { cls = 'add'; }
+      else if (line.charAt(0) === '-' && line.indexOf('---') !== 0) { cls = 'del'; }
+      p.appendChild(el('span', cls, line + '\n'));
+    });
+    return p;
+  }
+  function diffs(d, items) {
+    if (!items.length) { note(d, 'No diffs recorded.'); return; }
+    items.forEach(function (it, i) {
+      d.appendChild(lazy(it.title, i === items.length - 1, function (x) { x.appendChild(diff(it.text)); }));
+    });
+  }
+  function attempt(a) {
+    var box = el('div', 'attempt');
+    box.appendChild(kv(a));
+    a.missing.forEach(function (m) { note(box, m); });
+    box.appendChild(lazy('Event timeline (' + a.events.length + ')', true, function (d) { timeline(d, a.events); }));
+    box.appendChild(lazy('Tool calls (' + a.tool_calls.length + ')', true, function (d) { entries(d, a.tool_calls, 'tool calls'); }));
+    box.appendChild(lazy('Diffs (' + a.diffs.length + ')', true, function (d) { diffs(d, a.diffs); }));
+    box.appendChild(lazy('Conversation (' + a.conversation.length + ')', false, function (d) { entries(d, a.conversation, 'messages'); }));
+    box.appendChild(lazy('Logs (' + a.logs.length + ')', false, function (d) { entries(d, a.logs, 'logs'); }));
+    return box;
+  }
+  function render(body, task) {
+    if (task.attempts.length === 1) { body.appendChild(attempt(task.attempts[0])); return; }
+    task.attempts.forEach(function (a, i) {
+      var title = 'Attempt ' + a.index + ': ' + (a.passed ? 'passed' : (a.reason || 'failed'));
+      body.appendChild(lazy(title, i === 0, function (d) { d.appendChild(attempt(a)); }));
+    });
+  }
+  document.querySelectorAll('tr.task').forEach(function (row) {
+    var btn = row.querySelector('button.open');
+    var drill = row.nextElementSibling; var built = false;
+    btn.addEventListener('click', function () {
+      var show = drill.hidden;
+      if (show && !built) {
+        built = true;
+        render(drill.querySelector('.drill-body'), data.tasks[Number(row.getAttribute('data-i'))]);
+      }
+      drill.hidden = !show;
+      btn.setAttribute('aria-expanded', String(show));
+      btn.textContent = show ? 'close' : 'open';
+    });
+  });
+  var filter = document.getElementById('task-filter');
+  var status = document.getElementById('task-status');
+  function apply() {
+    var q = filter.value.toLowerCase(); var s = status.value;
+    document.querySelectorAll('tr.task').forEach(function (row) {
+      var ok = row.getAttribute('data-search').indexOf(q) >= 0 &&
+        (s === 'all' || row.getAttribute('data-status') === s);
+      row.hidden = !ok;
+      if (!ok) {
+        row.nextElementSibling.hidden = true;
+        var b = row.querySelector('button.open');
+        b.textContent = 'open'; b.setAttribute('aria-expanded', 'false');
+      }
+    });
+  }
+  filter.addEventListener('input', apply); status.addEventListener('change', apply);
+})();
+"""
