@@ -84,11 +84,6 @@ class TaskItem(pytest.Function):
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"agentbench task {self.name}"
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        if isinstance(excinfo.value, AgentFailure | TaskError):
-            return str(excinfo.value)
-        return str(super().repr_failure(excinfo, style=style))
-
 
 class InvalidTaskItem(pytest.Item):
     """A task.yaml that failed to load: one ERROR with one line per problem, no traceback."""
@@ -103,10 +98,6 @@ class InvalidTaskItem(pytest.Item):
     def runtest(self) -> None:  # pragma: no cover - setup always raises
         pass
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        if isinstance(excinfo.value, InvalidTaskSpec):
-            return str(excinfo.value)
-        return str(super().repr_failure(excinfo, style=style))
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"invalid task {self.name}"

@@ -261,7 +261,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         else:
             outcome = report.outcome
         record["pytest_outcome"] = outcome
-        report.agentbench = record  # type: ignore[attr-defined]
+        report.agentbench = record
         item._agentbench_attached = True  # type: ignore[attr-defined]
     return report
 
@@ -274,7 +274,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if ab is None or ab.state is None:
         return
     record = getattr(report, "agentbench", None)
-    if record is None and report.failed and report.when == "???":
+    if record is None and report.failed and report.when not in ("setup", "call", "teardown"):
+        # pytest-xdist reports a worker that died mid-item with when="???"
         record = crash_record(ab, report)
     if record is not None:
         record_attempt(ab.state, record)

@@ -26,7 +26,8 @@ SHARED = ROOT / "taskpacks" / "_shared"
 ENV = {
     **os.environ, "GIT_AUTHOR_NAME": "agentbench", "GIT_AUTHOR_EMAIL": "tasks@agentbench.invalid",
     "GIT_COMMITTER_NAME": "agentbench", "GIT_COMMITTER_EMAIL": "tasks@agentbench.invalid",
-    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00+00:00", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00+00:00",
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00+00:00",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00+00:00",
 }
 
 

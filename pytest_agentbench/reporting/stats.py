@@ -33,7 +33,9 @@ def wilson_interval(successes: int, n: int, alpha: float = 0.05) -> tuple[float,
     denom = 1 + crit2 / n
     center = (q + crit2 / (2 * n)) / denom
     dist = crit * math.sqrt(q * (1.0 - q) / n + crit2 / (4.0 * n**2)) / denom
-    return (min(max(center - dist, 0.0), 1.0), min(max(center + dist, 0.0), 1.0))
+    low = 0.0 if successes == 0 else min(max(center - dist, 0.0), 1.0)  # exact at the ends
+    high = 1.0 if successes == n else min(max(center + dist, 0.0), 1.0)
+    return (low, high)
 
 
 def wilson_arrays(
@@ -49,7 +51,10 @@ def wilson_arrays(
         denom = 1 + crit2 / nn
         center = (q + crit2 / (2 * nn)) / denom
         dist = crit * np.sqrt(q * (1.0 - q) / nn + crit2 / (4.0 * nn**2)) / denom
-    return np.clip(center - dist, 0.0, 1.0), np.clip(center + dist, 0.0, 1.0)
+    low = np.where(s == 0, 0.0, np.clip(center - dist, 0.0, 1.0))
+    high = np.where(s == nn, 1.0, np.clip(center + dist, 0.0, 1.0))
+    nan = nn <= 0
+    return np.where(nan, np.nan, low), np.where(nan, np.nan, high)
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

@@ -1,0 +1,35 @@
+"""Reports over run directories: summary, paired comparison, regression gate, HTML viewer.
+
+Public API (see SCHEMA.md for the stable JSON and CSV forms):
+- `load_run(dir)`, `load_runs(dirs)` -> `Run`; `ReportError` for bad input;
+- `summarize(run)` -> `RunSummary`; `write_summary(run_dir)` -> path of `report_summary.md`;
+- `compare(run_a, run_b, ...)` -> `PairedReport`; `PairingError` when runs cannot be paired;
+- `gate(baseline, candidate, ...)` -> `GateResult` (`.exit_code`: 1 on regression, else 0);
+- `render_summary`, `render_paired`, `render_gate` (md, csv, json); `render_html`, `write_html`;
+- `add_report_commands(subparsers)` for the `agentbench` console script.
+
+Imports are lazy so that `import pytest_agentbench.reporting` stays cheap (no pandas).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "ReportError": "load", "Run": "load", "load_run": "load", "load_runs": "load",
+    "RunSummary": "summary", "summarize": "summary", "write_summary": "summary",
+    "PairedReport": "paired", "PairingError": "paired", "compare": "paired",
+    "GateResult": "gate", "gate": "gate",
+    "render_summary": "render", "render_paired": "render", "render_gate": "render",
+    "render_html": "html", "write_html": "html",
+    "add_report_commands": "cli",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

@@ -1,0 +1,466 @@
+"""The pytest plugin on synthetic taskpacks: collection, outcome mapping, options, records.
+
+Every test builds a tiny suite in pytester's directory (a local git repository plus task.yaml
+files whose commands are shell one-liners, so an attempt takes milliseconds) and runs pytest in a
+subprocess with the local sandbox. Nothing here needs Docker or the bundled taskpacks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_agentbench.spec.records import AttemptRecord
+
+pytestmark = pytest.mark.unit
+
+SUITE = "synth"
+USAGE_ERROR = 4  # pytest.ExitCode.USAGE_ERROR
+
+ORACLE_PATCH = """\
+diff --git a/value.txt b/value.txt
+--- a/value.txt
++++ b/value.txt
+@@ -1 +1 @@
+-bad
++good
+"""
+FIXED = "grep -qx good value.txt"
+# Fails on its first run and passes on every later one: a deterministic flaky baseline.
+FLIP_FLOP = "if [ -e .ran ]; then exit 0; fi; touch .ran; exit 1"
+
+
+# --------------------------------------------------------------------------- builders
+
+
+def git(cwd: Path, *args: str) -> str:
+    out = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return out.stdout.strip()
+
+
+class Pack:
+    """A taskpacks/ directory under pytester's path with one suite and one tiny repository."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root / "taskpacks"
+        repo = self.root / "_repos" / "tiny"
+        repo.mkdir(parents=True)
+        git(repo, "init", "-q")
+        (repo / "value.txt").write_text("bad\n")
+        git(repo, "add", "value.txt")
+        git(repo, "commit", "-q", "-m", "broken")
+        self.commit = git(repo, "rev-parse", "HEAD")
+
+    def write(self, name: str, text: str, suite: str = SUITE) -> Path:
+        path = self.root / suite / name / "task.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def task(
+        self,
+        task_id: str,
+        *,
+        failing: str = FIXED,
+        labels: tuple[str, ...] = (),
+        quarantine: str | None = None,
+        oracle: bool = True,
+        suite: str = SUITE,
+        dirname: str | None = None,
+    ) -> Path:
+        lines = [
+            "task_spec_version: 1",
+            f"id: {task_id}",
+            f"suite: {suite}",
+            f"labels: [{', '.join(labels)}]",
+            "repo:",
+            "  url: ../../_repos/tiny",
+            f"  commit: {self.commit}",
+            "environment:",
+            "  timeout_sec: 120",
+            "  tool_timeout_sec: 30",
+            "validation:",
+            f"  failing_command: {json.dumps(failing)}",
+            f"  passing_command: {json.dumps(FIXED)}",
+        ]
+        if quarantine:
+            lines.append(f"quarantine: {json.dumps(quarantine)}")
+        path = self.write(dirname or task_id, "\n".join(lines) + "\n", suite)
+        if oracle:
+            (path.parent / "oracle.patch").write_text(ORACLE_PATCH)
+        return path
+
+
+@pytest.fixture
+def pack(pytester: pytest.Pytester) -> Pack:
+    # pytester points HOME at its own directory. When the tests run as root the harness hands
+    # each workspace to the sandbox uid (1000) even for the local sandbox, and git (running as
+    # root) then refuses the repository as "dubious ownership"; trust every directory in this
+    # throwaway HOME so the plugin's own behaviour can be tested (see the e2e xfail that pins
+    # the product bug).
+    (pytester.path / ".gitconfig").write_text("[safe]\n\tdirectory = *\n")
+    return Pack(pytester.path)
+
+
+@pytest.fixture
+def standard(pack: Pack) -> Pack:
+    """Two valid tasks, an invalid one (baseline passes) and a flaky, quarantined one."""
+    pack.task("good-a", labels=("alpha-label",))
+    pack.task("good-b", labels=("beta-label", "multi"))
+    pack.task("already-passes", failing="true", oracle=False)
+    pack.task("flip-flop", failing=FLIP_FLOP, labels=("flaky",), oracle=False)
+    return pack
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(
+        "--agentbench-sandbox", "local", "-p", "no:cacheprovider", *args, timeout=240
+    )
+
+
+def run_suite(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return run(pytester, "--agentbench-suite", SUITE, *args)
+
+
+def run_dirs(pytester: pytest.Pytester) -> list[Path]:
+    root = pytester.path / "reports" / "runs"
+    return sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+
+
+def only_run_dir(pytester: pytest.Pytester) -> Path:
+    dirs = run_dirs(pytester)
+    assert len(dirs) == 1, dirs
+    return dirs[0]
+
+
+def attempts(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / "attempts.jsonl"
+    if not path.exists():
+        return []
+    lines = path.read_text("utf-8").splitlines()
+    for line in lines:
+        AttemptRecord.model_validate_json(line)
+    return [json.loads(line) for line in lines]
+
+
+def by_task(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    out = {r["task_id"]: r for r in records}
+    assert len(out) == len(records), "a task was recorded twice"
+    return out
+
+
+def output(result: pytest.RunResult) -> str:
+    return result.stdout.str() + "\n" + result.stderr.str()
+
+
+def sections(result: pytest.RunResult, kind: str) -> dict[str, list[str]]:
+    """Body lines of each `____ ERROR at setup of <what> <name> ____` (or FAILURES) section."""
+    found: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    header = re.compile(rf"^_+ (?:{kind}) (\S+) _+$")
+    for line in result.stdout.lines:
+        match = header.match(line)
+        if match:
+            current = found.setdefault(match.group(1), [])
+        elif re.match(r"^(_{3,}|={3,}|-{3,}) ", line):
+            current = None
+        elif current is not None and line.strip() and not line.startswith("[gw"):
+            current.append(line)
+    return found
+
+
+# --------------------------------------------------------------------------- activation
+
+
+def test_inert_without_agentbench_options(pytester: pytest.Pytester, pack: Pack) -> None:
+    pack.task("good-a")
+    pytester.makepyfile(test_plain="def test_one():\n    assert 1 + 1 == 2\n")
+    result = run(pytester)  # --agentbench-sandbox alone does not activate the plugin
+    result.assert_outcomes(passed=1)
+    assert result.ret == 0
+    assert "run dir:" not in result.stdout.str()  # no agentbench terminal section
+    result.stdout.no_fnmatch_line("*task.yaml*")  # taskpacks are not collected either
+    assert not (pytester.path / "reports").exists()
+
+
+def test_unknown_suite_is_a_usage_error_naming_the_suites(
+    pytester: pytest.Pytester, pack: Pack
+) -> None:
+    pack.task("good-a")
+    pack.task("other-task", suite="zeta")
+    result = run(pytester, "--agentbench-suite", "does-not-exist")
+    assert result.ret == USAGE_ERROR
+    err = result.stderr.str()
+    assert "no such suite 'does-not-exist'" in err
+    assert "existing suites: synth, zeta" in err
+    assert "Traceback" not in output(result)
+    assert run_dirs(pytester) == []
+
+
+def test_unknown_variant_is_a_usage_error(pytester: pytest.Pytester, standard: Pack) -> None:
+    result = run_suite(pytester, "--agentbench-variant", "missing.yaml")
+    assert result.ret == USAGE_ERROR
+    assert "variant file missing.yaml: not found" in result.stderr.str()
+    assert "Traceback" not in output(result)
+
+
+# --------------------------------------------------------------------------- outcome mapping
+
+
+def test_oracle_outcomes_and_records(pytester: pytest.Pytester, standard: Pack) -> None:
+    result = run_suite(pytester, "-rA")
+    result.assert_outcomes(passed=2, errors=1, xfailed=1)
+    records = by_task(attempts(only_run_dir(pytester)))
+    assert set(records) == {"good-a", "good-b", "already-passes", "flip-flop"}
+    assert records["good-a"]["result"]["passed"] is True
+    assert records["good-a"]["pytest_outcome"] == "passed"
+    bad = records["already-passes"]
+    assert bad["result"]["failure_reason"] == "BASELINE_NOT_FAILING"
+    assert bad["pytest_outcome"] == "error"
+    flaky = records["flip-flop"]
+    assert flaky["result"]["failure_reason"] == "BASELINE_FLAKY"
+    assert flaky["baseline_validation"]["is_flaky"] is True
+    assert [r["exit_code"] for r in flaky["baseline_validation"]["runs"]] == [1, 0]
+    assert flaky["quarantined"] == "labelled flaky"
+    assert flaky["pytest_outcome"] == "xfailed"
+    error_text = sections(result, "ERROR at setup of agentbench task")["already-passes"]
+    assert error_text == [
+        "BASELINE_NOT_FAILING: failing_command passes before any change (2 runs): true",
+        "  artifacts: tasks/already-passes",
+    ]
+
+
+def test_nop_fails_valid_tasks_with_a_short_text(pytester: pytest.Pytester, standard: Pack) -> None:
+    result = run_suite(pytester, "--agentbench-variant", "nop", "-k", "good")
+    result.assert_outcomes(failed=2)
+    failures = sections(result, "agentbench task")
+    assert set(failures) == {"good-a", "good-b"}
+    for task_id, body in failures.items():
+        assert body[0].startswith("TESTS_FAILED: passing_command exited 1"), body
+        assert body[1:] == [f"  artifacts: tasks/{task_id}"], body
+    assert "Traceback" not in output(result)
+    records = attempts(only_run_dir(pytester))
+    assert {(r["task_id"], r["result"]["failure_reason"], r["pytest_outcome"]) for r in records} == {
+        ("good-a", "TESTS_FAILED", "failed"),
+        ("good-b", "TESTS_FAILED", "failed"),
+    }
+
+
+# --------------------------------------------------------------------------- malformed task files
+
+
+def test_malformed_task_files_are_one_line_errors(pytester: pytest.Pytester, pack: Pack) -> None:
+    good = pack.task("good-a")
+    pack.task("good-b")
+    text = good.read_text()
+    cases = {
+        "unknown-key": (text.replace("id: good-a", "id: unknown-key\nagnet: {}"), "agnet"),
+        "wrong-type": (
+            text.replace("id: good-a", "id: wrong-type").replace(
+                "timeout_sec: 120", "timeout_sec: soon"
+            ),
+            "environment.timeout_sec",
+        ),
+        "missing-field": (
+            re.sub(r"  passing_command: .*\n", "", text.replace("id: good-a", "id: missing-field")),
+            "validation.passing_command",
+        ),
+        "syntax-error": (text.replace("id: good-a", "id: [syntax-error"), "line 2"),
+        "zz-duplicate": (text, "id"),  # sorts after good-a, so this copy is the duplicate
+    }
+    for name, (body, _) in cases.items():
+        pack.write(name, body)
+    result = run_suite(pytester, "-rA")
+    result.assert_outcomes(passed=2, errors=len(cases))
+    errors = sections(result, "ERROR at setup of invalid task")
+    assert set(errors) == set(cases)
+    expected_message = {
+        "unknown-key": "unknown key (did you mean 'agent'?)",
+        "wrong-type": "expected a number, got 'soon'",
+        "missing-field": "field required",
+        "syntax-error": "YAML syntax error",
+        "zz-duplicate": "duplicate task id 'good-a'",
+    }
+    for name, (_, field) in cases.items():
+        lines = errors[name]
+        assert len(lines) == 1, (name, lines)
+        assert lines[0].startswith(f"taskpacks/{SUITE}/{name}/task.yaml: {field}"), lines
+        assert expected_message[name] in lines[0], lines
+    assert "Traceback" not in output(result)
+    records = by_task(attempts(only_run_dir(pytester)))
+    assert {k: v["pytest_outcome"] for k, v in records.items()} == {
+        "good-a": "passed",
+        "good-b": "passed",
+    }
+
+
+# --------------------------------------------------------------------------- selection
+
+
+def test_k_selects_by_task_id_and_by_label(pytester: pytest.Pytester, standard: Pack) -> None:
+    by_id = run_suite(pytester, "-k", "good-a")
+    by_id.assert_outcomes(passed=1, deselected=3)
+    assert [r["task_id"] for r in attempts(only_run_dir(pytester))] == ["good-a"]
+
+    by_label = run_suite(pytester, "--collect-only", "-q", "-k", "beta-label or flaky")
+    assert by_label.ret == 0
+    collected = [line for line in by_label.stdout.lines if "::" in line]
+    assert [line.rsplit("::", 1)[1] for line in collected] == ["flip-flop", "good-b"]
+    suite_kw = run_suite(pytester, "--collect-only", "-q", "-k", SUITE)
+    assert len([line for line in suite_kw.stdout.lines if "::" in line]) == 4
+
+
+def test_collection_order_is_sorted_and_stable(pytester: pytest.Pytester, standard: Pack) -> None:
+    first = run_suite(pytester, "--collect-only", "-q")
+    second = run_suite(pytester, "--collect-only", "-q")
+    ids = [line for line in first.stdout.lines if "::" in line]
+    assert ids == [line for line in second.stdout.lines if "::" in line]
+    assert [i.rsplit("::", 1)[1] for i in ids] == sorted(
+        ["already-passes", "flip-flop", "good-a", "good-b"]
+    )
+
+
+def test_xdist_records_match_a_serial_run(pytester: pytest.Pytester, standard: Pack) -> None:
+    run_suite(pytester).assert_outcomes(passed=2, errors=1, xfailed=1)
+    run_suite(pytester, "-n", "2").assert_outcomes(passed=2, errors=1, xfailed=1)
+    serial, parallel = run_dirs(pytester)  # run ids start with a timestamp: sorted by time
+
+    def key(records: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        return sorted(
+            (r["task_id"], r["attempt_index"], r["pytest_outcome"], r["result"]["failure_reason"])
+            for r in records
+        )
+
+    serial_records, parallel_records = attempts(serial), attempts(parallel)
+    assert len(serial_records) == len(parallel_records) == 4
+    assert key(serial_records) == key(parallel_records)
+    assert {r["worker"] for r in serial_records} == {"master"}
+    assert {r["worker"] for r in parallel_records} <= {"gw0", "gw1"}
+
+
+# --------------------------------------------------------------------------- attempts
+
+
+def test_attempts_make_one_item_per_attempt(pytester: pytest.Pytester, standard: Pack) -> None:
+    result = run_suite(pytester, "--agentbench-attempts", "2", "-k", "good-a", "-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["*::good-a?oracle-attempt1? PASSED*", "*::good-a?oracle-attempt2? PASSED*"]
+    )
+    run_dir = only_run_dir(pytester)
+    records = attempts(run_dir)
+    assert sorted(r["attempt_index"] for r in records) == [0, 1]
+    assert len({r["attempt_id"] for r in records}) == 2
+    for record in records:
+        label = f"attempt-{record['attempt_index'] + 1}"
+        assert record["artifact_paths"]["task_dir"] == f"tasks/good-a/{label}"
+        task_dir = run_dir / "tasks" / "good-a" / label
+        assert (task_dir / "task.yaml").read_text() == (
+            standard.root / SUITE / "good-a" / "task.yaml"
+        ).read_text()
+        assert "+good" in (task_dir / "diffs" / "final.patch").read_text()
+
+
+def test_attempts_must_be_positive(pytester: pytest.Pytester, standard: Pack) -> None:
+    result = run_suite(pytester, "--agentbench-attempts", "0")
+    assert result.ret == USAGE_ERROR
+    assert "--agentbench-attempts: expected a positive integer" in result.stderr.str()
+
+
+# --------------------------------------------------------------------------- quarantine
+
+
+def test_quarantine_skip(pytester: pytest.Pytester, standard: Pack) -> None:
+    standard.task("explicit", quarantine="waiting on upstream")
+    result = run_suite(pytester, "--agentbench-quarantine", "skip", "-rs")
+    result.assert_outcomes(passed=2, errors=1, skipped=2)
+    result.stdout.fnmatch_lines(
+        ["*quarantined: labelled flaky*", "*quarantined: waiting on upstream*"]
+    )
+    records = by_task(attempts(only_run_dir(pytester)))
+    assert set(records) == {"good-a", "good-b", "already-passes"}  # skipped tasks never ran
+
+
+def test_quarantine_only(pytester: pytest.Pytester, standard: Pack) -> None:
+    standard.task("explicit", quarantine="waiting on upstream")
+    result = run_suite(pytester, "--agentbench-quarantine", "only")
+    # Only the quarantined tasks run, with their real outcome (no xfail cover).
+    result.assert_outcomes(passed=1, errors=1, deselected=3)
+    records = by_task(attempts(only_run_dir(pytester)))
+    assert {k: (v["quarantined"], v["pytest_outcome"]) for k, v in records.items()} == {
+        "flip-flop": ("labelled flaky", "error"),
+        "explicit": ("waiting on upstream", "passed"),
+    }
+
+
+def test_quarantine_run_is_non_strict_xfail(pytester: pytest.Pytester, standard: Pack) -> None:
+    standard.task("explicit", quarantine="waiting on upstream")
+    result = run_suite(pytester, "-k", "explicit or flip")
+    result.assert_outcomes(xfailed=1, xpassed=1)  # non-strict: a passing quarantined task XPASS
+    assert result.ret == 0
+
+
+def test_quarantine_from_ini(pytester: pytest.Pytester, standard: Pack) -> None:
+    pytester.makeini("[pytest]\nagentbench_quarantine = skip\n")
+    result = run_suite(pytester, "-k", "flip")
+    result.assert_outcomes(skipped=1, deselected=3)
+
+
+# --------------------------------------------------------------------------- resume
+
+
+def test_resume_runs_only_the_missing_attempts(pytester: pytest.Pytester, standard: Pack) -> None:
+    run_suite(pytester, "-k", "good-a").assert_outcomes(passed=1, deselected=3)
+    run_dir = only_run_dir(pytester)
+    resumed = run_suite(pytester, "--agentbench-resume", str(run_dir))
+    resumed.assert_outcomes(passed=1, errors=1, xfailed=1, deselected=1)
+    assert run_dirs(pytester) == [run_dir]  # appended to the same run, no new run dir
+    records = attempts(run_dir)
+    assert sorted(r["task_id"] for r in records) == [
+        "already-passes",
+        "flip-flop",
+        "good-a",
+        "good-b",
+    ]
+    assert len({r["run_id"] for r in records}) == 1
+    assert len(json.loads((run_dir / "run.json").read_text())["sessions"]) == 2
+    again = run_suite(pytester, "--agentbench-resume", str(run_dir))
+    again.assert_outcomes(deselected=4)
+    assert len(attempts(run_dir)) == 4
+
+
+def test_resume_with_a_different_variant_is_refused(
+    pytester: pytest.Pytester, standard: Pack
+) -> None:
+    run_suite(pytester, "-k", "good-a").assert_outcomes(passed=1, deselected=3)
+    run_dir = only_run_dir(pytester)
+    before = (run_dir / "attempts.jsonl").read_bytes()
+    result = run_suite(
+        pytester, "--agentbench-resume", str(run_dir), "--agentbench-variant", "nop"
+    )
+    assert result.ret == USAGE_ERROR
+    errors = [line for line in result.stderr.lines if line.strip()]
+    assert len(errors) == 1, errors
+    assert errors[0].startswith(f"ERROR: --agentbench-resume {run_dir}: the configuration differs")
+    assert "variant" in errors[0]
+    assert (run_dir / "attempts.jsonl").read_bytes() == before
+
+
+def test_resume_of_a_directory_that_is_no_run(pytester: pytest.Pytester, standard: Pack) -> None:
+    not_a_run = pytester.mkdir("elsewhere")
+    result = run_suite(pytester, "--agentbench-resume", str(not_a_run))
+    assert result.ret == USAGE_ERROR
+    assert "no run.json there (not a run directory)" in result.stderr.str()
+    assert "Traceback" not in output(result)
