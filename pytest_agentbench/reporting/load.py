@@ -244,7 +244,9 @@ def records_to_frame(records: list[dict[str, Any]], source: str = "<records>") -
     """The report frame from flat records (as parsed above): defaults filled, types fixed."""
     frame = pd.DataFrame.from_records(records, columns=list(COLUMNS))
     for name, default in _DEFAULTS.items():
-        if default is not None:
+        if default is not None and frame[name].isna().all():  # absent (e.g. not parsed)
+            frame[name] = pd.Series([default] * len(frame), index=frame.index)
+        elif default is not None:
             frame[name] = frame[name].fillna(default)
         else:
             frame[name] = frame[name].astype(object).where(frame[name].notna(), None)

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Harness overhead, measured in one run on the same tasks and the same machine.
+
+1. Wall time per attempt: the harness's Trial (oracle agent, Docker sandbox) against a minimal
+   docker-py script doing the same container work: check out the pinned commit, create and start
+   a container, run the failing command twice, apply the oracle patch, run the passing command,
+   remove the container.
+2. Tool-call latency: `run` through the Toolbox and `read_file` against raw `exec_run`.
+
+    uv run python scripts/bench_overhead.py [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import docker
+
+from pytest_agentbench.agents.builtin import OracleAgent
+from pytest_agentbench.core.ports import SandboxSpec
+from pytest_agentbench.core.tools import Toolbox, ToolPolicy
+from pytest_agentbench.core.trial import Trial, TrialConfig
+from pytest_agentbench.repos import MirrorCache, resolve_source
+from pytest_agentbench.sandbox.docker import DockerSandboxFactory
+from pytest_agentbench.sandbox.image import ensure_image
+from pytest_agentbench.spec.loader import discover
+
+ROOT = Path(__file__).resolve().parents[1]
+TASKS = ["fix-mean-off-by-one", "fix-parse-size-units", "restore-slug-module",
+         "remove-stale-override", "fix-title-case-small-words"]
+
+
+def harness_attempt(task, image, factory, mirrors, work: Path, n: int) -> float:
+    cfg = TrialConfig(run_id=f"bench-{n}", run_dir=work / "run", work_root=work / "ws",
+                      variant="oracle", variant_config_hash="bench", image=image.name,
+                      harness_version="bench", image_id=image.image_id, owner_uid=1000)
+    start = time.perf_counter()
+    record = Trial(task, cfg, factory, mirrors, OracleAgent()).run()
+    elapsed = time.perf_counter() - start
+    assert record.result.passed, record.result.summary
+    return elapsed
+
+
+def raw_attempt(task, image, client, mirrors, work: Path) -> float:
+    spec = task.spec
+    start = time.perf_counter()
+    ws = work / f"raw-{time.monotonic_ns()}"
+    mirrors.checkout(resolve_source(spec.repo.url, task.task_dir), spec.repo.commit, ws,
+                     owner_uid=1000)
+    shutil.copy(task.task_dir / "oracle.patch", ws / ".oracle.patch")
+    container = client.containers.create(
+        image.name, ["sleep", "600"], user="1000:1000", network_mode="none",
+        working_dir="/workspace", volumes={str(ws): {"bind": "/workspace", "mode": "rw"}},
+        read_only=True, tmpfs={"/tmp": ""}, cap_drop=["ALL"])
+    try:
+        container.start()
+        for _ in range(2):
+            code, _ = container.exec_run(["bash", "-c", spec.validation.failing_command])
+            assert code != 0
+        code, out = container.exec_run(["git", "apply", ".oracle.patch"])
+        assert code == 0, out
+        code, out = container.exec_run(["bash", "-c", spec.validation.passing_command])
+        assert code == 0, out
+    finally:
+        container.remove(force=True)
+        shutil.rmtree(ws, ignore_errors=True)
+    return time.perf_counter() - start
+
+
+def tool_latency(factory, client, image, work: Path, calls: int = 30) -> dict[str, list[float]]:
+    ws, env = work / "tool-ws", work / "tool-env"
+    ws.mkdir(parents=True)
+    env.mkdir()
+    (ws / "a.py").write_text("x = 1\n" * 200)
+    subprocess.run(["chown", "-R", "1000:1000", str(ws), str(env)], check=True)
+    sandbox = factory.open(SandboxSpec(image=image.name, workspace=ws, env_dir=env))
+    toolbox = Toolbox(sandbox, ToolPolicy(tool_timeout_sec=30))
+    raw = client.containers.run(image.name, ["sleep", "600"], detach=True, network_mode="none")
+    timings: dict[str, list[float]] = {"toolbox run(true)": [], "toolbox read_file": [],
+                                       "raw exec_run(true)": [], "raw exec_run(cat)": []}
+    try:
+        for _ in range(calls):
+            for label, fn in [
+                ("toolbox run(true)", lambda: toolbox.call("run", {"command": "true"})),
+                ("toolbox read_file", lambda: toolbox.call("read_file", {"path": "a.py"})),
+                ("raw exec_run(true)", lambda: raw.exec_run(["true"])),
+                ("raw exec_run(cat)", lambda: raw.exec_run(["cat", "/etc/os-release"])),
+            ]:
+                t0 = time.perf_counter()
+                fn()
+                timings[label].append((time.perf_counter() - t0) * 1000)
+    finally:
+        sandbox.close()
+        raw.remove(force=True)
+    return timings
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    image = ensure_image(quiet=True)
+    loaded = {t.id: t for t in discover(ROOT / "taskpacks", ["custom-dev"]).tasks}
+    factory, client = DockerSandboxFactory(), docker.from_env()
+    with tempfile.TemporaryDirectory(prefix="agentbench-bench-") as tmp:
+        work = Path(tmp)
+        mirrors = MirrorCache(work / "git")
+        for task_id in TASKS:  # warm the mirror and the page cache for both sides
+            raw_attempt(loaded[task_id], image, client, mirrors, work)
+        harness, raw = [], []
+        for n in range(args.rounds):
+            for task_id in TASKS:  # interleaved, so machine noise hits both sides alike
+                harness.append(harness_attempt(loaded[task_id], image, factory, mirrors,
+                                               work, n))
+                raw.append(raw_attempt(loaded[task_id], image, client, mirrors, work))
+        h, r = statistics.median(harness), statistics.median(raw)
+        print(f"attempts: {len(harness)} per side ({len(TASKS)} tasks x {args.rounds} rounds)")
+        print(f"harness attempt  median {h:.2f}s  p95 {pct(harness, .95):.2f}s")
+        print(f"raw docker-py    median {r:.2f}s  p95 {pct(raw, .95):.2f}s")
+        print(f"overhead ratio (harness / raw, medians): {h / r:.2f}x")
+        for label, values in tool_latency(factory, client, image, work).items():
+            print(f"{label:20s} median {statistics.median(values):6.1f} ms  "
+                  f"p95 {pct(values, .95):6.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""The HTML run report in a real headless Chromium (Debian's /usr/bin/chromium, via Playwright).
+
+Skipped, with the reason, only when Chromium is absent outside CI; under CI (CI set) a missing
+browser or Playwright fails the test, so the report is always exercised there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_agentbench.reporting.html import write_html
+from pytest_agentbench.reporting.synthetic import make_record, write_artifacts, write_run
+
+pytestmark = pytest.mark.e2e
+
+CHROMIUM = os.environ.get("AGENTBENCH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def _require_browser() -> Any:
+    if not Path(CHROMIUM).exists() and not os.environ.get("CI"):
+        pytest.skip(f"Chromium not found at {CHROMIUM} (install Debian's `chromium`); "
+                    "this test never skips under CI")
+    if os.environ.get("CI"):
+        from playwright.sync_api import sync_playwright
+    else:
+        sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
+    return sync_playwright
+
+
+def _run(tmp_path: Path) -> Path:
+    records = []
+    for i in range(40):
+        passed = i % 3 == 0
+        records.append(make_record("run-html", f"task-{i:03d}", ("custom-dev", "custom-heldout")[i % 2],
+                                   "llm_v0", 0, 1, passed, None if passed else "TESTS_FAILED",
+                                   steps=4, duration=20.0 + i))
+    evil = make_record("run-html", "task-<img src=x onerror=window.__xss=1>", "custom-dev",
+                       "llm_v0", 0, 1, False, "TOOL_ERROR", steps=2, duration=5.0)
+    evil["result"]["summary"] = "<script>window.__xss=2</script>"
+    records.append(evil)
+    records.append(make_record("run-html", "task-invalid", "custom-dev", "llm_v0", 0, 1, False,
+                               "BASELINE_NOT_FAILING", steps=0, duration=1.0))
+    run = write_run(tmp_path / "run", records, variant="llm_v0", run_id="run-html")
+    write_artifacts(run, records[1], steps=3)  # task-001: a failed attempt with everything
+    (run / "tasks" / "task-001" / "agent" / "conversation.jsonl").open("a").write(
+        json.dumps({"role": "tool", "content": "<img src=x onerror=window.__xss=3>"}) + "\n")
+    return run
+
+
+def test_html_report_renders_and_drill_down_opens(tmp_path: Path) -> None:
+    sync_playwright = _require_browser()
+    run = _run(tmp_path)
+    page_path = write_html(run)
+    console: list[str] = []
+    errors: list[str] = []
+    remote: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            page = browser.new_page()
+            page.on("console", lambda m: console.append(f"{m.type}: {m.text}")
+                    if m.type in ("error", "warning") else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("request", lambda r: remote.append(r.url)
+                    if not r.url.startswith(("file:", "data:")) else None)
+            page.goto(page_path.as_uri())
+            page.wait_for_load_state("load")
+
+            assert page.locator("h1").inner_text() == "Run run-html"
+            assert page.locator("svg").count() >= 4  # rate, taxonomy, duration, cost plots
+            assert page.locator("tr.task").count() == 42
+
+            row = page.locator('tr.task:has-text("task-001")')
+            drill = row.locator("xpath=following-sibling::tr[1]")
+            assert drill.is_hidden()
+            row.locator("button.open").click()
+            assert drill.is_visible()
+            timeline = drill.locator("details", has_text="Event timeline")
+            assert timeline.locator("table.tl").is_visible()
+            assert timeline.locator("td", has_text="task_finished").is_visible()
+            tools = drill.locator("details", has_text="Tool calls (3)").first
+            assert tools.locator("summary", has_text="step 1: read_file").is_visible()
+            tools.locator("summary", has_text="step 1: read_file").click()
+            assert tools.locator("pre", has_text="<script>alert(1)</script>").is_visible()
+            diff = drill.locator("pre.diff").last
+            assert diff.is_visible() and diff.locator("span.add").first.inner_text().startswith("+")
+            convo = drill.locator("details", has_text="Conversation")
+            convo.locator("summary").first.click()
+            convo.locator("summary", has_text="tool").click()
+            assert convo.locator("pre", has_text="onerror").is_visible()
+
+            no_art = page.locator('tr.task:has-text("task-000")')
+            no_art.locator("button.open").click()
+            assert page.locator("p.note", has_text="No artifact folder").first.is_visible()
+
+            page.fill("#task-filter", "invalid")
+            assert page.locator("tr.task:visible").count() == 1
+            page.fill("#task-filter", "")
+            page.select_option("#task-status", "excluded")
+            assert page.locator("tr.task:visible").count() == 1
+
+            evil = page.locator('tr.task:has-text("onerror")')
+            evil.locator("button.open").click()
+            assert page.evaluate("window.__xss === undefined")
+        finally:
+            browser.close()
+    assert errors == [], errors
+    assert console == [], console
+    assert remote == [], remote
