@@ -19,6 +19,7 @@ from pytest_agentbench.variants import agent_factories, make_agent
 from pytest_agentbench.xdist_glue import worker_id
 
 if TYPE_CHECKING:
+    from pytest_agentbench.core.envcache import EnvCache
     from pytest_agentbench.core.ports import SandboxFactory
     from pytest_agentbench.plugin import AgentbenchConfig
     from pytest_agentbench.repos.mirror import MirrorCache
@@ -116,6 +117,7 @@ def agentbench_attempt(
             "_redactor": redactor,
         },
         quarantined=quarantine.kwargs.get("reason") if quarantine else None,
+        env_cache=_env_cache(ab),
     )
     record = (
         Trial(loaded, cfg, agentbench_sandbox_factory, agentbench_mirrors, agentbench_agent)
@@ -132,6 +134,15 @@ def _owner_uid(ab: AgentbenchConfig) -> int | None:
     """Docker sandboxes run as uid 1000: a root harness hands the workspace over to it."""
     docker = ab.options["sandbox"] == "docker"
     return SANDBOX_UID if docker and os.geteuid() == 0 else None
+
+
+def _env_cache(ab: AgentbenchConfig) -> EnvCache | None:
+    from pytest_agentbench.core.envcache import EnvCache
+
+    value = ab.options["env_cache"] or os.environ.get("AGENTBENCH_ENV_CACHE")
+    if value == "none":
+        return None
+    return EnvCache(Path(value) if value else Path.home() / ".cache/agentbench/envs")
 
 
 def _pip_cache() -> Path:

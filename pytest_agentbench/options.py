@@ -58,6 +58,12 @@ def add_options(parser: pytest.Parser) -> None:
         help="sandbox implementation; local runs commands unisolated on the host (tests only)",
     )
     add(
+        "--agentbench-env-cache",
+        metavar="DIR|none",
+        help="post-setup environment snapshots keyed by setup commands, commit and image; a "
+        "re-run skips its setup (default ~/.cache/agentbench/envs; none disables)",
+    )
+    add(
         "--agentbench-git-cache",
         metavar="DIR",
         help="mirror cache (default ~/.cache/agentbench/git)",

@@ -130,6 +130,7 @@ def _make_config(config: pytest.Config, suites: list[str]) -> AgentbenchConfig:
             opt("agentbench_ca_bundle") or ini("agentbench_ca_bundle") or "auto"
         ),
         "git_cache": opt("agentbench_git_cache"),
+        "env_cache": opt("agentbench_env_cache"),
         "llm": {
             k: v
             for k in ("model", "base_url", "temperature", "top_p", "max_tokens", "preset", "seed")

@@ -19,6 +19,7 @@ from typing import Any
 
 from pytest_agentbench.core import baseline as baseline_mod
 from pytest_agentbench.core.agent_api import Agent, AgentContext, AgentError, AgentOutcome
+from pytest_agentbench.core.envcache import EnvCache, cache_key
 from pytest_agentbench.core.events import EventSink, utc_now
 from pytest_agentbench.core.gitops import dirty_tracked_files
 from pytest_agentbench.core.phases import PhaseTimer
@@ -78,6 +79,7 @@ class TrialConfig:
     redact: Callable[[str], str] = field(default=lambda text: text)
     agent_params: dict[str, Any] = field(default_factory=dict)
     quarantined: str | None = None
+    env_cache: EnvCache | None = None  # post-setup snapshots; None: always run setup
 
 
 class Trial:
@@ -105,6 +107,7 @@ class Trial:
         self.environment: dict[str, Any] = {}
         self.workspace = cfg.work_root / self.attempt_id.replace(":", "_")
         self.deadline = 0.0
+        self.env_dir = self.workspace / "env"
 
     # -- the pipeline ---------------------------------------------------------------------------
     def run(self) -> AttemptRecord:
@@ -175,10 +178,9 @@ class Trial:
             source, self.spec.repo.commit, self.workspace / "repo", owner_uid=self.cfg.owner_uid
         )
         self.commit = checkout.commit
-        env_dir = self.workspace / "env"
-        env_dir.mkdir(exist_ok=True)
+        self.env_dir.mkdir(exist_ok=True)
         if self.cfg.owner_uid is not None:
-            os.chown(env_dir, self.cfg.owner_uid, self.cfg.owner_uid)
+            os.chown(self.env_dir, self.cfg.owner_uid, self.cfg.owner_uid)
         self.environment["harness"] = {
             "version": self.cfg.harness_version,
             "image": self.cfg.image,
@@ -231,21 +233,14 @@ class Trial:
         setup_net, agent_net = policy in ("setup_only", "always"), policy == "always"
         commands = self.spec.setup.commands
         with self._phase("setup"):
+            self.setup = SetupInfo(attempted=True, commands=len(commands))
+            key = self._env_cache_key() if commands else None
+            if key and self.cfg.env_cache and self.cfg.env_cache.restore(key, self.env_dir):
+                self.setup.reused_snapshot = True
+                commands, setup_net = [], agent_net
+            self.setup.network = setup_net and bool(commands)
             sandbox = self._open(network=setup_net if commands else agent_net)
-            self.setup = SetupInfo(
-                attempted=True, commands=len(commands), network=setup_net and bool(commands)
-            )
-            budget_end = time.monotonic() + self.spec.environment.setup_timeout_sec
-            for command in commands:
-                result = self._exec(sandbox, "setup", command, budget_end - time.monotonic())
-                if not result.ok:
-                    self.setup.ok = False
-                    sub = "SETUP_TIMEOUT" if result.timed_out else "SETUP_COMMAND_FAILED"
-                    raise Failure(
-                        Reason.SETUP_FAILED,
-                        f"setup command exited {result.exit_code}: {command}",
-                        sub,
-                    )
+            self._run_setup_commands(sandbox, commands)
             for command in self.spec.setup.capture:
                 self._exec(sandbox, "capture", command, self.spec.environment.tool_timeout_sec)
             dirty, stat = dirty_tracked_files(sandbox)
@@ -258,10 +253,36 @@ class Trial:
                     f"setup changed tracked files: {', '.join(dirty[:5])}",
                 )
             self.setup.ok = True
+            if key and commands and self.cfg.env_cache:
+                self.cfg.env_cache.save(key, self.env_dir)
         if commands and setup_net != agent_net:
             sandbox.close()
             sandbox = self._open(network=agent_net)
         return sandbox
+
+    def _run_setup_commands(self, sandbox: Sandbox, commands: list[str]) -> None:
+        budget_end = time.monotonic() + self.spec.environment.setup_timeout_sec
+        for command in commands:
+            result = self._exec(sandbox, "setup", command, budget_end - time.monotonic())
+            if not result.ok:
+                self.setup.ok = False
+                sub = "SETUP_TIMEOUT" if result.timed_out else "SETUP_COMMAND_FAILED"
+                raise Failure(
+                    Reason.SETUP_FAILED, f"setup command exited {result.exit_code}: {command}", sub
+                )
+
+    def _env_cache_key(self) -> str:
+        key = cache_key(
+            self.spec.setup.commands,
+            self.spec.environment.network_policy,
+            self.commit,
+            self.cfg.image_id or self.cfg.image,
+        )
+        self.environment["env_cache"] = {
+            "key": key,
+            "root": str(self.cfg.env_cache.root) if self.cfg.env_cache else None,
+        }
+        return key
 
     def _baseline(self, sandbox: Sandbox) -> None:
         validation = self.spec.validation

@@ -50,8 +50,9 @@ def _run(tmp_path: Path) -> Path:
                                "BASELINE_NOT_FAILING", steps=0, duration=1.0))
     run = write_run(tmp_path / "run", records, variant="llm_v0", run_id="run-html")
     write_artifacts(run, records[1], steps=3)  # task-001: a failed attempt with everything
-    (run / "tasks" / "task-001" / "agent" / "conversation.jsonl").open("a").write(
-        json.dumps({"role": "tool", "content": "<img src=x onerror=window.__xss=3>"}) + "\n")
+    with (run / "tasks" / "task-001" / "agent" / "conversation.jsonl").open("a") as fh:
+        fh.write(json.dumps({"role": "tool", "content": "<img src=x onerror=window.__xss=3>"})
+                 + "\n")
     return run
 
 
