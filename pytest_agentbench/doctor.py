@@ -51,8 +51,19 @@ def run_doctor(build: bool = True, write: Callable[[str], None] | None = None) -
     _check_disk(report, factory.client.info().get("DockerRootDir"))
     if image:
         _check_sandbox(report, factory, image)
+        _check_hello_task(report, factory, image)
     _check_leftovers(report, factory)
     return 1 if report.failed else 0
+
+
+def _check_hello_task(report: Report, factory: Any, image: str) -> None:
+    from pytest_agentbench.doctor_task import hello_task
+
+    try:
+        ok, detail = hello_task(factory, image, 1000 if os.geteuid() == 0 else None)
+    except Exception as exc:  # noqa: BLE001 - one line, whatever broke
+        ok, detail = False, f"{type(exc).__name__}: {exc}"
+    report(ok, "hello task end to end", detail)
 
 
 def _client_or_none() -> Any:

@@ -125,6 +125,7 @@ def standard(pack: Pack) -> Pack:
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """In-process (several times faster); xdist workers are subprocesses either way."""
     return pytester.runpytest_inprocess(
         "--agentbench-sandbox", "local", "-p", "no:cacheprovider", *args
     )
