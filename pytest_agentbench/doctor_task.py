@@ -67,7 +67,7 @@ def hello_task(factory: Any, image: str, owner_uid: int | None) -> tuple[bool, s
             cfg = TrialConfig(run_id=f"doctor-{agent.name}", run_dir=root / "run",
                               work_root=root / "work", variant=agent.name,
                               variant_config_hash="doctor", image=image, harness_version="doctor",
-                              owner_uid=owner_uid)
+                              owner_uid=owner_uid, env_cache=None)
             record = Trial(task, cfg, factory, mirrors, agent).run()
             results[agent.name] = record
     oracle, nop = results["oracle"], results["nop"]

@@ -6,7 +6,6 @@ infrastructure problems are pytest ERRORs and only the agent's own failures are 
 
 from __future__ import annotations
 
-import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,18 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_agentbench.hostenv import env_cache, owner_uid, pip_cache_dir
 from pytest_agentbench.items import AB_KEY, TaskError, failure_text, is_error
 from pytest_agentbench.variants import agent_factories, make_agent
 from pytest_agentbench.xdist_glue import worker_id
 
 if TYPE_CHECKING:
-    from pytest_agentbench.core.envcache import EnvCache
     from pytest_agentbench.core.ports import SandboxFactory
     from pytest_agentbench.plugin import AgentbenchConfig
     from pytest_agentbench.repos.mirror import MirrorCache
-
-SANDBOX_UID = 1000  # the runner image's non-root user
-
 
 @pytest.fixture(scope="session")
 def agentbench_config(pytestconfig: pytest.Config) -> AgentbenchConfig:
@@ -106,8 +102,8 @@ def agentbench_attempt(
         full_logs=ab.options["full_logs"],
         keep_workspace=ab.options["keep_workspace"] or loaded.spec.artifacts.keep_workspace,
         ca_bundle=Path(ab.options["ca_bundle"]) if ab.options["ca_bundle"] else None,
-        pip_cache=_pip_cache(),
-        owner_uid=_owner_uid(ab),
+        pip_cache=pip_cache_dir(),
+        owner_uid=owner_uid(ab.options["sandbox"]),
         events_path=state.path / "events" / f"{state.session_token}-{worker}.jsonl",
         redact=redactor.redact,
         agent_params={
@@ -117,7 +113,7 @@ def agentbench_attempt(
             "_redactor": redactor,
         },
         quarantined=quarantine.kwargs.get("reason") if quarantine else None,
-        env_cache=_env_cache(ab),
+        env_cache=env_cache(ab.options["env_cache"]),
     )
     record = (
         Trial(loaded, cfg, agentbench_sandbox_factory, agentbench_mirrors, agentbench_agent)
@@ -129,28 +125,6 @@ def agentbench_attempt(
         raise TaskError(failure_text(record))
     return record
 
-
-def _owner_uid(ab: AgentbenchConfig) -> int | None:
-    """Docker sandboxes run as uid 1000: a root harness hands the workspace over to it."""
-    docker = ab.options["sandbox"] == "docker"
-    return SANDBOX_UID if docker and os.geteuid() == 0 else None
-
-
-def _env_cache(ab: AgentbenchConfig) -> EnvCache | None:
-    from pytest_agentbench.core.envcache import EnvCache
-
-    value = ab.options["env_cache"] or os.environ.get("AGENTBENCH_ENV_CACHE")
-    if value == "none":
-        return None
-    return EnvCache(Path(value) if value else Path.home() / ".cache/agentbench/envs")
-
-
-def _pip_cache() -> Path:
-    root = Path(os.environ.get("AGENTBENCH_PIP_CACHE", Path.home() / ".cache/agentbench/pip"))
-    root.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() == 0:
-        os.chown(root, SANDBOX_UID, SANDBOX_UID)
-    return root
 
 
 def _harness_version() -> str:

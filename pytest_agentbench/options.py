@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
-
-CA_ENV_VARS = ("AGENTBENCH_CA_BUNDLE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -85,18 +80,3 @@ def add_options(parser: pytest.Parser) -> None:
         ("image", "runner image"),
     ]:
         parser.addini(f"agentbench_{name}", help_, default=None)
-
-
-def resolve_ca_bundle(value: str) -> str | None:
-    """Path of the CA bundle to mount, or None. A named file that does not exist is an error."""
-    if value == "none":
-        return None
-    if value == "auto":
-        for var in CA_ENV_VARS:
-            candidate = os.environ.get(var)
-            if candidate and Path(candidate).is_file():
-                return str(Path(candidate).resolve())
-        return None
-    if not Path(value).is_file():
-        raise ValueError(f"--agentbench-ca-bundle {value}: no such file")
-    return str(Path(value).resolve())

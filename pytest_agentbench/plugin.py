@@ -19,8 +19,9 @@ from pytest_agentbench.fixtures import (  # noqa: F401 - fixtures are found by i
     agentbench_mirrors,
     agentbench_sandbox_factory,
 )
+from pytest_agentbench.hostenv import resolve_ca_bundle
 from pytest_agentbench.items import AB_KEY, SHORT_FAILURES, TaskFile
-from pytest_agentbench.options import add_options, resolve_ca_bundle
+from pytest_agentbench.options import add_options
 from pytest_agentbench.session import ResumeError, RunState, merge_events, record_attempt, start_run
 from pytest_agentbench.spec.loader import LoadedTask, TaskProblem, discover
 from pytest_agentbench.variants import Variant, VariantError, load_variant

@@ -14,7 +14,6 @@ replayed tests fail again, exactly as they did in the original trial. Artifacts 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 from dataclasses import replace
@@ -30,7 +29,6 @@ from pytest_agentbench.core.rundir import read_jsonl, write_json
 from pytest_agentbench.spec.loader import TASK_FILE, LoadedTask, TaskSpecError, load_task
 from pytest_agentbench.spec.taxonomy import Reason
 
-SANDBOX_UID = 1000  # the runner image's non-root user (as in fixtures.py)
 AGENT_VERDICTS = frozenset({Reason.AGENT_GAVE_UP, Reason.AGENT_STUCK, Reason.AGENT_NO_PROGRESS,
                             Reason.TOOL_ERROR, Reason.TIMEOUT})
 TRIAL_VERDICTS = {(Reason.TOOL_ERROR, "EDIT_NOT_ALLOWED"), (Reason.TIMEOUT,
@@ -176,8 +174,8 @@ class _ReplayAgent:
 def _run_trial(task: LoadedTask, record: dict[str, Any], script: Path, out: Path,
                args: argparse.Namespace) -> dict[str, Any]:
     from pytest_agentbench.core.trial import Trial, TrialConfig
+    from pytest_agentbench.hostenv import trial_defaults
     from pytest_agentbench.llm.redaction import Redactor
-    from pytest_agentbench.options import resolve_ca_bundle
     from pytest_agentbench.repos.mirror import MirrorCache
     from pytest_agentbench.version import harness_version
 
@@ -190,8 +188,7 @@ def _run_trial(task: LoadedTask, record: dict[str, Any], script: Path, out: Path
         variant="replay", variant_config_hash=str(record.get("variant_config_hash", "")),
         image=image["name"], image_id=image["id"], image_digest=image["digest"],
         harness_version=harness_version(), attempt_index=int(record.get("attempt_index", 0)),
-        worker="replay", pip_cache=_pip_cache(), ca_bundle=_ca(resolve_ca_bundle),
-        owner_uid=SANDBOX_UID if os.geteuid() == 0 and args.sandbox == "docker" else None,
+        worker="replay", **trial_defaults(args.sandbox),
         events_path=out / "events.jsonl", redact=redactor.redact,
     )
     factory = _factory(args.sandbox)
@@ -238,21 +235,6 @@ def _image(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
               f"{str(image['id'])[:19]} now)", file=sys.stderr)
     return image
 
-
-def _pip_cache() -> Path:
-    root = Path(os.environ.get("AGENTBENCH_PIP_CACHE", Path.home() / ".cache/agentbench/pip"))
-    root.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() == 0:
-        os.chown(root, SANDBOX_UID, SANDBOX_UID)
-    return root
-
-
-def _ca(resolve: Any) -> Path | None:
-    try:
-        found = resolve("auto")
-    except ValueError:
-        return None
-    return Path(found) if found else None
 
 
 def _describe(result: dict[str, Any]) -> str:

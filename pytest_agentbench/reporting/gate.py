@@ -112,8 +112,9 @@ def _verdict(regression: bool, p: dict[str, Any], checks: list[dict[str, Any]],
                          f"non-inferiority margin of {_pts(c['threshold'])}.")
     parts.append(f"{t['a_only']} pair(s) passed only on the baseline and {t['b_only']} only on "
                  f"the candidate (McNemar, {mc['test']}: p = {mc['pvalue']:.4g}).")
-    parts.append(f"Excluded: {ex['invalid_or_flaky_tasks']} invalid or flaky task(s), "
-                 f"{ex['quarantined_pairs']} quarantined pair(s), {ex['infra_pairs']} "
-                 f"infra-error pair(s)"
-                 + (" (counted as failures)." if ex["infra_counted_as_failure"] else "."))
+    infra = (f"{ex['infra_pairs']} pair(s) with an infra error were kept and counted as "
+             "failures" if ex["infra_counted_as_failure"]
+             else f"{ex['infra_pairs']} infra-error pair(s) were excluded")
+    parts.append(f"{ex['invalid_or_flaky_tasks']} invalid or flaky task(s) and "
+                 f"{ex['quarantined_pairs']} quarantined pair(s) were excluded; {infra}.")
     return " ".join(parts)

@@ -234,10 +234,11 @@ def _num(x: Any) -> Any:
 
 
 def _attempt(run_dir: Path, rec: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
-    task_dir = _inside(run_dir, rec["task_dir"] or f"tasks/{rec['task_id']}")
+    rel = rec["task_dir"] or f"tasks/{rec['task_id']}"
+    task_dir = _inside(run_dir, rel)
     missing: list[str] = []
     if task_dir is None or not task_dir.is_dir():
-        missing.append(f"No artifact folder found ({rec['task_dir'] or 'tasks/' + rec['task_id']}).")
+        missing.append(f"No artifact folder found ({rel}).")
     art = task_dir if task_dir is not None and task_dir.is_dir() else None
     return {
         "index": int(rec["attempt_index"]), "passed": bool(rec["passed"]),
@@ -312,7 +313,7 @@ def _jsonl_items(art: Path | None, rel: str, title: Any,
     path = art / rel if art is not None else None
     if path is None or not path.is_file():
         return []
-    items = []
+    items: list[dict[str, str]] = []
     for n, line in enumerate(_read_text(path).splitlines(), 1):
         if not line.strip():
             continue

@@ -65,7 +65,9 @@ JS = r"""
   function timeline(d, events) {
     if (!events.length) { note(d, 'No events recorded for this attempt.'); return; }
     var t = el('table', 'tl'); var h = el('tr');
-    ['seq', 't (ms)', 'type', 'actor', 'detail'].forEach(function (x) { h.appendChild(el('th', null, x)); });
+    ['seq', 't (ms)', 'type', 'actor', 'detail'].forEach(function (x) {
+      h.appendChild(el('th', null, x));
+    });
     t.appendChild(h);
     events.forEach(function (e) {
       var tr = el('tr'); e.forEach(function (v) { tr.appendChild(el('td', null, v)); });
@@ -93,18 +95,27 @@ JS = r"""
   function diffs(d, items) {
     if (!items.length) { note(d, 'No diffs recorded.'); return; }
     items.forEach(function (it, i) {
-      d.appendChild(lazy(it.title, i === items.length - 1, function (x) { x.appendChild(diff(it.text)); }));
+      d.appendChild(lazy(it.title, i === items.length - 1, function (x) {
+        x.appendChild(diff(it.text));
+      }));
     });
   }
   function attempt(a) {
     var box = el('div', 'attempt');
     box.appendChild(kv(a));
     a.missing.forEach(function (m) { note(box, m); });
-    box.appendChild(lazy('Event timeline (' + a.events.length + ')', true, function (d) { timeline(d, a.events); }));
-    box.appendChild(lazy('Tool calls (' + a.tool_calls.length + ')', true, function (d) { entries(d, a.tool_calls, 'tool calls'); }));
-    box.appendChild(lazy('Diffs (' + a.diffs.length + ')', true, function (d) { diffs(d, a.diffs); }));
-    box.appendChild(lazy('Conversation (' + a.conversation.length + ')', false, function (d) { entries(d, a.conversation, 'messages'); }));
-    box.appendChild(lazy('Logs (' + a.logs.length + ')', false, function (d) { entries(d, a.logs, 'logs'); }));
+    function part(title, items, open, build) {
+      box.appendChild(lazy(title + ' (' + items.length + ')', open, build));
+    }
+    part('Event timeline', a.events, true, function (d) { timeline(d, a.events); });
+    part('Tool calls', a.tool_calls, true, function (d) {
+      entries(d, a.tool_calls, 'tool calls');
+    });
+    part('Diffs', a.diffs, true, function (d) { diffs(d, a.diffs); });
+    part('Conversation', a.conversation, false, function (d) {
+      entries(d, a.conversation, 'messages');
+    });
+    part('Logs', a.logs, false, function (d) { entries(d, a.logs, 'logs'); });
     return box;
   }
   function render(body, task) {

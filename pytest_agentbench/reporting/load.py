@@ -22,12 +22,12 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Required
 
 import numpy as np
 import pandas as pd
 from pydantic import AliasPath, Field, TypeAdapter, ValidationError
-from typing_extensions import Required, TypedDict
+from typing_extensions import TypedDict  # pydantic needs it for TypedDict before 3.12
 
 from pytest_agentbench.spec.taxonomy import BLAME, Reason
 
@@ -135,7 +135,7 @@ def load_run(run_dir: str | Path, validate: bool = False, full: bool = True) -> 
     path = Path(run_dir)
     if not path.is_dir():
         raise ReportError(f"{path}: not a run directory")
-    meta = _read_meta(path / RUN_FILE)
+    meta = read_meta(path / RUN_FILE)
     attempts_path = path / ATTEMPTS_FILE
     if not attempts_path.is_file():
         raise ReportError(f"{attempts_path}: missing (no attempt was recorded in this run)")
@@ -169,7 +169,7 @@ def load_runs(run_dirs: Sequence[str | Path], validate: bool = False,
         return [first] + [f.result() for f in futures]
 
 
-def _read_meta(path: Path) -> dict[str, Any]:
+def read_meta(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:

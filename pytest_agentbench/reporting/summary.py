@@ -116,18 +116,17 @@ def _counts(df: pd.DataFrame, sdf: pd.DataFrame) -> dict[str, Any]:
 
 
 def _suite_rows(df: pd.DataFrame, scored: pd.Series) -> list[dict[str, Any]]:
-    rows = []
-    cats = pd.crosstab(df["suite"], df["category"]) if len(df) else pd.DataFrame()
+    cats = df.groupby(["suite", "category"], observed=False).size()
     grouped = df[scored].groupby("suite")["passed"].agg(["sum", "count"])
+    rows = []
     for suite in sorted(df["suite"].unique()):
-        passed = int(grouped["sum"].get(suite, 0))
-        n = int(grouped["count"].get(suite, 0))
-        c = cats.loc[suite] if suite in cats.index else {}
-        rows.append({"suite": str(suite), "attempts": int(sum(c.values) if len(c) else 0),
-                     **_rate_row(passed, n),
-                     "invalid": int(c.get("invalid", 0)), "flaky": int(c.get("flaky", 0)),
-                     "quarantined": int(c.get("quarantined", 0)),
-                     "infra_errors": int(c.get("infra", 0))})
+        per_cat = {str(cat): int(n) for (s, cat), n in cats.items() if s == suite}
+        rows.append({"suite": str(suite), "attempts": sum(per_cat.values()),
+                     **_rate_row(int(grouped["sum"].get(suite, 0)),
+                                 int(grouped["count"].get(suite, 0))),
+                     "invalid": per_cat.get("invalid", 0), "flaky": per_cat.get("flaky", 0),
+                     "quarantined": per_cat.get("quarantined", 0),
+                     "infra_errors": per_cat.get("infra", 0)})
     return rows
 
 
@@ -314,11 +313,19 @@ def _scope_table(df: pd.DataFrame, scored: pd.Series, run: Run) -> pd.DataFrame:
 
 
 def write_summary(run_dir: str | Path, infra_as_failure: bool = False) -> Path:
-    """Write `<run_dir>/report_summary.md` (the plugin calls this at session end)."""
+    """Write `<run_dir>/report_summary.md` (the plugin calls this at session end).
+
+    A run that recorded no attempt at all (no attempts.jsonl) still gets a summary saying so.
+    """
+    from pytest_agentbench.reporting import load
     from pytest_agentbench.reporting.render import summary_markdown
 
     path = Path(run_dir) / SUMMARY_FILE
-    run = load_run(run_dir, full=False)
+    if (Path(run_dir) / load.ATTEMPTS_FILE).exists():
+        run = load_run(run_dir, full=False)
+    else:
+        meta = load.read_meta(Path(run_dir) / load.RUN_FILE)
+        run = Run(Path(run_dir), meta, load.records_to_frame([]), ("no attempt was recorded",))
     text = summary_markdown(summarize(run, infra_as_failure=infra_as_failure))
     tmp = path.with_suffix(".md.tmp")
     tmp.write_text(text, encoding="utf-8")

@@ -99,7 +99,8 @@ def make_record(
     completion_tokens = 150 * steps
     flaky = reason == "BASELINE_FLAKY"
     summary = "" if passed else _SUMMARIES[summary_ix].format(a=steps, b=steps + 1)
-    failing = [] if passed or summary_ix % 2 else [f"tests/test_{task_id}.py::test_case_{steps % 3}"]
+    failing = ([] if passed or summary_ix % 2
+               else [f"tests/test_{task_id}.py::test_case_{steps % 3}"])
     task_dir = f"tasks/{task_id}" + (f"/attempt-{attempt_index}" if attempts > 1 else "")
     return {
         "record_version": 1, "run_id": run_id,

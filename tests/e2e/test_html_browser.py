@@ -39,9 +39,10 @@ def _run(tmp_path: Path) -> Path:
     records = []
     for i in range(40):
         passed = i % 3 == 0
-        records.append(make_record("run-html", f"task-{i:03d}", ("custom-dev", "custom-heldout")[i % 2],
-                                   "llm_v0", 0, 1, passed, None if passed else "TESTS_FAILED",
-                                   steps=4, duration=20.0 + i))
+        suite = ("custom-dev", "custom-heldout")[i % 2]
+        records.append(make_record("run-html", f"task-{i:03d}", suite, "llm_v0", 0, 1, passed,
+                                   None if passed else "TESTS_FAILED", steps=4,
+                                   duration=20.0 + i))
     evil = make_record("run-html", "task-<img src=x onerror=window.__xss=1>", "custom-dev",
                        "llm_v0", 0, 1, False, "TOOL_ERROR", steps=2, duration=5.0)
     evil["result"]["summary"] = "<script>window.__xss=2</script>"
@@ -107,6 +108,7 @@ def test_html_report_renders_and_drill_down_opens(tmp_path: Path) -> None:
             page.fill("#task-filter", "")
             page.select_option("#task-status", "excluded")
             assert page.locator("tr.task:visible").count() == 1
+            page.select_option("#task-status", "all")
 
             evil = page.locator('tr.task:has-text("onerror")')
             evil.locator("button.open").click()

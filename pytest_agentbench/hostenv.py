@@ -1,0 +1,55 @@
+"""Host-side defaults every entry point shares (pytest fixtures, replay, validate-tasks, doctor):
+who owns the workspace, where the pip and environment caches live, which CA bundle to mount."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pytest_agentbench.core.envcache import EnvCache
+
+SANDBOX_UID = 1000  # the runner image's non-root user
+CA_ENV_VARS = ("AGENTBENCH_CA_BUNDLE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")
+
+
+def owner_uid(sandbox: str = "docker") -> int | None:
+    """Docker sandboxes run as uid 1000: a root harness hands the workspace over to it."""
+    return SANDBOX_UID if sandbox == "docker" and os.geteuid() == 0 else None
+
+
+def pip_cache_dir() -> Path:
+    root = Path(os.environ.get("AGENTBENCH_PIP_CACHE", Path.home() / ".cache/agentbench/pip"))
+    root.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        os.chown(root, SANDBOX_UID, SANDBOX_UID)
+    return root
+
+
+def resolve_ca_bundle(value: str = "auto") -> str | None:
+    """Path of the CA bundle to mount, or None. A named file that does not exist is an error."""
+    if value == "none":
+        return None
+    if value == "auto":
+        for var in CA_ENV_VARS:
+            candidate = os.environ.get(var)
+            if candidate and Path(candidate).is_file():
+                return str(Path(candidate).resolve())
+        return None
+    if not Path(value).is_file():
+        raise ValueError(f"--agentbench-ca-bundle {value}: no such file")
+    return str(Path(value).resolve())
+
+
+def env_cache(value: str | None = None) -> EnvCache | None:
+    value = value or os.environ.get("AGENTBENCH_ENV_CACHE")
+    if value == "none":
+        return None
+    return EnvCache(Path(value) if value else Path.home() / ".cache/agentbench/envs")
+
+
+def trial_defaults(sandbox: str = "docker", ca_bundle: str = "auto") -> dict[str, Any]:
+    """TrialConfig keyword arguments for code that runs attempts outside pytest."""
+    ca = resolve_ca_bundle(ca_bundle)
+    return {"owner_uid": owner_uid(sandbox), "pip_cache": pip_cache_dir(),
+            "ca_bundle": Path(ca) if ca else None, "env_cache": env_cache()}
