@@ -85,18 +85,18 @@ def main(argv: list[str] | None = None) -> int:
           f"(ready in {time.perf_counter() - made:.1f} s); imports took {imports:.2f} s")
 
     run_a = load_run(a)
-    run_s = load_run(a, full=False)
+    run_s = load_run(a, fields="summary")
     runs = load_runs([a, b])
     summary = summarize(run_s)
     paired = compare(*runs)
     benches: list[tuple[str, Callable[[], Any], bool]] = [
         ("summary (load + summarize + md)",
-         lambda: render.render_summary(summarize(load_run(a, full=False)), "md"), True),
+         lambda: render.render_summary(summarize(load_run(a, fields="summary")), "md"), True),
         ("paired (load A+B + compare + md)",
          lambda: render.render_paired(compare(*load_runs([a, b])), "md"), True),
         ("gate (load A+B + gate + md)",
          lambda: render.render_gate(gate(*load_runs([a, b])), "md"), False),
-        ("  load one run, summary fields", lambda: load_run(a, full=False), False),
+        ("  load one run, summary fields", lambda: load_run(a, fields="summary"), False),
         ("  load one run, all fields", lambda: load_run(a), False),
         ("  summarize only", lambda: summarize(run_s), False),
         ("  compare only (10k resamples)", lambda: compare(*runs), False),

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.reporting.load import ReportError
+from pytest_agentbench.reporting.load import Fields, ReportError
 
 EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -99,7 +99,8 @@ def _run_summary(args: argparse.Namespace) -> int:
     from pytest_agentbench.reporting.summary import summarize
 
     try:
-        run = load_run(args.run, validate=args.validate, full=args.format == "html")
+        fields: Fields = "all" if args.format == "html" else "summary"
+        run = load_run(args.run, validate=args.validate, fields=fields)
         summary = summarize(run, infra_as_failure=args.infra_as_failure)
         if args.format == "html":
             from pytest_agentbench.reporting.html import render_html

@@ -3,7 +3,7 @@
 Speed matters (100k records in a couple of seconds): the whole file is parsed in one call by
 pydantic-core against a flat TypedDict whose fields name the nested values they come from
 (`AliasPath("result", "passed")`), so only those values ever become Python objects; the frame
-is then built once. `full=False` skips the pairing-only fields (commit, image, limits, ...).
+is then built once. `fields` names what to parse: "summary", "pairing" or "all".
 Full `AttemptRecord` validation of every record (`validate=True`) is optional: it costs more
 than the whole report.
 
@@ -14,15 +14,14 @@ quarantined > flaky > invalid > infra > scored. Only `scored` attempts enter age
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import json
-import multiprocessing
-import os
-from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Required
+from typing import Annotated, Any, Literal, Required
 
 import numpy as np
 import pandas as pd
@@ -34,7 +33,6 @@ from pytest_agentbench.spec.taxonomy import BLAME, Reason
 ATTEMPTS_FILE = "attempts.jsonl"
 RUN_FILE = "run.json"
 EVENTS_FILE = "events.jsonl"
-PARALLEL_MIN_BYTES = 32 * 1024 * 1024
 CATEGORIES = ("scored", "infra", "invalid", "flaky", "quarantined")
 
 
@@ -46,8 +44,8 @@ def _at(*path: str) -> Any:
     return Field(validation_alias=AliasPath(*path))
 
 
-class _SummaryRecord(TypedDict, total=False):
-    """The slice of `AttemptRecord` the summary reads, flattened; the rest is skipped."""
+class _Base(TypedDict, total=False):
+    """What every report reads (identity and category), flattened; other keys are skipped."""
 
     run_id: Required[str]
     task_id: Required[str]
@@ -56,9 +54,13 @@ class _SummaryRecord(TypedDict, total=False):
     attempt_index: Required[int]
     harness_version: Required[str]
     quarantined: str | None
-    duration_sec: float
     passed: Required[Annotated[bool, _at("result", "passed")]]
     failure_reason: Annotated[str | None, _at("result", "failure_reason")]
+    is_flaky: Annotated[bool, _at("baseline_validation", "is_flaky")]
+
+
+class _Summary(_Base, total=False):
+    duration_sec: float
     summary: Annotated[str, _at("result", "summary")]
     signature: Annotated[list[str], _at("result", "signature")]
     prompt_tokens: Annotated[int, _at("usage", "prompt_tokens")]
@@ -66,37 +68,51 @@ class _SummaryRecord(TypedDict, total=False):
     total_tokens: Annotated[int, _at("usage", "total_tokens")]
     cost_usd: Annotated[float | None, _at("usage", "cost_usd")]
     steps: Annotated[int, _at("agent", "steps")]
-    is_flaky: Annotated[bool, _at("baseline_validation", "is_flaky")]
     task_dir: Annotated[str, _at("artifact_paths", "task_dir")]
 
 
-class _Record(_SummaryRecord, total=False):
-    """Plus what pairing and the HTML drill-down need."""
-
-    attempt_id: Required[str]
+class _Pairing(_Base, total=False):
     task_commit: Required[str]
     image_digest: Annotated[str | None, _at("image", "digest")]
     image_id: Annotated[str | None, _at("image", "id")]
     image_name: Annotated[str, _at("image", "name")]
-    limits: dict[str, Any]
+    limit_timeout_sec: Annotated[float, _at("limits", "timeout_sec")]
+    limit_tool_timeout_sec: Annotated[float, _at("limits", "tool_timeout_sec")]
+    limit_max_steps: Annotated[float, _at("limits", "max_steps")]
+    limit_cpu_limit: Annotated[float, _at("limits", "cpu_limit")]
+    limit_mem_limit_mb: Annotated[float, _at("limits", "mem_limit_mb")]
+    limit_budgets: Annotated[dict[str, Any], _at("limits", "budgets")]
+
+
+class _All(_Summary, _Pairing, total=False):
+    attempt_id: Required[str]
     started_at: Annotated[str, _at("timestamps", "started_at")]
 
 
-COLUMNS = tuple(_Record.__annotations__)
+Fields = Literal["summary", "pairing", "all"]
+_PROFILES: dict[str, Any] = {"summary": _Summary, "pairing": _Pairing, "all": _All}
+COLUMNS = tuple(_All.__annotations__)
 _DEFAULTS: dict[str, Any] = {
     "quarantined": None, "duration_sec": 0.0, "failure_reason": None, "summary": "",
     "signature": None, "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0,
     "cost_usd": np.nan, "steps": 0, "is_flaky": False, "task_dir": "", "attempt_id": "",
-    "task_commit": "", "image_digest": None, "image_id": None, "image_name": "", "limits": None,
-    "started_at": "",
+    "task_commit": "", "image_digest": None, "image_id": None, "image_name": "",
+    "started_at": "", "limit_timeout_sec": np.nan, "limit_tool_timeout_sec": np.nan,
+    "limit_max_steps": np.nan, "limit_cpu_limit": np.nan, "limit_mem_limit_mb": np.nan,
+    "limit_budgets": None,
 }
+# `limits` (budgets and timeouts), flattened: budgets as order-insensitive JSON text
+LIMIT_COLUMNS = ("limit_timeout_sec", "limit_tool_timeout_sec", "limit_max_steps",
+                 "limit_cpu_limit", "limit_mem_limit_mb", "limit_budgets")
 _INTS = ("attempt_index", "prompt_tokens", "completion_tokens", "total_tokens", "steps")
 
 
 @functools.cache
-def _adapters(full: bool) -> tuple[TypeAdapter[Any], TypeAdapter[Any]]:
-    record: Any = _Record if full else _SummaryRecord
-    return TypeAdapter(record), TypeAdapter(list[record])
+def _adapters(fields: str) -> tuple[TypeAdapter[Any], TypeAdapter[Any]]:
+    if fields not in _PROFILES:
+        raise ValueError(f"fields must be one of {sorted(_PROFILES)}, got {fields!r}")
+    record = _PROFILES[fields]
+    return TypeAdapter(record), TypeAdapter(list[record])  # type: ignore[valid-type]
 
 
 @dataclass(frozen=True)
@@ -126,9 +142,11 @@ class Run:
         return self._from_records("harness_version") or str(self.meta.get("harness_version", ""))
 
 
-def load_run(run_dir: str | Path, validate: bool = False, full: bool = True) -> Run:
+def load_run(run_dir: str | Path, validate: bool = False, fields: Fields = "all") -> Run:
     """Load `run_dir`. Raises `ReportError` naming the file and record on malformed input.
 
+    `fields` picks what is parsed: "summary", "pairing" (commit, image, limits) or "all"
+    (both, plus attempt ids for the HTML drill-down); columns not parsed hold defaults.
     A truncated last line (a writer killed mid-line) is skipped with a warning; duplicate
     (task_id, attempt_index) rows keep the last one, with a warning (a resumed run).
     """
@@ -139,10 +157,12 @@ def load_run(run_dir: str | Path, validate: bool = False, full: bool = True) -> 
     attempts_path = path / ATTEMPTS_FILE
     if not attempts_path.is_file():
         raise ReportError(f"{attempts_path}: missing (no attempt was recorded in this run)")
-    records, warnings = _read_jsonl(attempts_path, full)
     if validate:
         _validate(attempts_path)
-    frame = records_to_frame(records, str(attempts_path))
+    with _no_gc():  # 100k fresh dicts would trigger many full collections: ~20% of the load
+        records, warnings = _read_jsonl(attempts_path, fields)
+        frame = records_to_frame(records, str(attempts_path), fields)
+        del records
     before = len(frame)
     frame = frame.drop_duplicates(["task_id", "attempt_index"], keep="last")
     frame = frame.reset_index(drop=True)
@@ -153,20 +173,21 @@ def load_run(run_dir: str | Path, validate: bool = False, full: bool = True) -> 
     return Run(path=path, meta=meta, attempts=frame, warnings=tuple(warnings))
 
 
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def load_runs(run_dirs: Sequence[str | Path], validate: bool = False,
-              full: bool = True) -> list[Run]:
-    """Load several runs; large ones in parallel (forked workers) when there are spare cores."""
-    paths = [Path(d) for d in run_dirs]
-    size = sum((p / ATTEMPTS_FILE).stat().st_size for p in paths if (p / ATTEMPTS_FILE).is_file())
-    parallel = (len(paths) > 1 and size >= PARALLEL_MIN_BYTES and (os.cpu_count() or 1) > 1
-                and "fork" in multiprocessing.get_all_start_methods())
-    if not parallel:
-        return [load_run(p, validate, full) for p in paths]
-    context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(max_workers=len(paths) - 1, mp_context=context) as pool:
-        futures = [pool.submit(load_run, p, validate, full) for p in paths[1:]]
-        first = load_run(paths[0], validate, full)
-        return [first] + [f.result() for f in futures]
+              fields: Fields = "pairing") -> list[Run]:
+    """Load several runs (sequentially: forked loaders measured slower on this 2-core box)."""
+    return [load_run(p, validate, fields) for p in run_dirs]
 
 
 def read_meta(path: Path) -> dict[str, Any]:
@@ -181,29 +202,32 @@ def read_meta(path: Path) -> dict[str, Any]:
     return data
 
 
-def _read_jsonl(path: Path, full: bool = True) -> tuple[list[dict[str, Any]], list[str]]:
+def _read_jsonl(path: Path, fields: str = "all") -> tuple[list[dict[str, Any]], list[str]]:
     """Parse the records, skipping blank lines and a truncated last line (with a warning).
 
-    Fast path: the whole file as one JSON array in one pydantic-core call. On failure, lines are
-    parsed one by one to name the bad record.
+    Fast path: the whole file as one JSON array (newlines turned into commas) in one
+    pydantic-core call. If that fails (a bad record, blank lines), lines are parsed one by one,
+    which skips blank lines and names the bad record.
     """
-    one, many = _adapters(full)
-    lines = [line for line in path.read_bytes().split(b"\n") if line.strip()]
+    one, many = _adapters(fields)
+    body = path.read_bytes().rstrip()
     warnings: list[str] = []
-    if lines and not _is_json(lines[-1]):  # a writer killed mid-line
+    cut = body.rfind(b"\n")
+    if body and not _is_json(body[cut + 1:]):  # a writer killed mid-line
         warnings.append(f"{path}: truncated last line skipped")
-        lines.pop()
+        body = body[:max(cut, 0)].rstrip()
     try:
-        records: list[dict[str, Any]] = many.validate_json(b"[" + b",".join(lines) + b"]")
+        return many.validate_json(b"[" + body.replace(b"\n", b",") + b"]"), warnings
     except ValidationError:
-        records = []
-        for number, line in enumerate(lines, 1):
-            try:
-                records.append(one.validate_json(line))
-            except ValidationError as exc:
-                first = exc.errors()[0]
-                where = ".".join(str(p) for p in first["loc"])
-                raise ReportError(f"{path}: record {number}: {where}: {first['msg']}") from exc
+        pass
+    records = []
+    for number, line in enumerate((ln for ln in body.split(b"\n") if ln.strip()), 1):
+        try:
+            records.append(one.validate_json(line))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise ReportError(f"{path}: record {number}: {where}: {first['msg']}") from exc
     return records, warnings
 
 
@@ -230,32 +254,38 @@ def _validate(path: Path) -> None:
                 from exc
 
 
-def canonical_limits(limits: pd.Series) -> pd.Series:
-    """Order-insensitive text of each attempt's `limits` (computed once per distinct value)."""
-    texts = [repr(d) for d in limits]
+def _canonical_json(values: pd.Series) -> pd.Series:
+    """Order-insensitive JSON text of each dict (computed once per distinct repr)."""
+    texts = [repr(d) for d in values]
     canon: dict[str, str] = {}
-    for text, d in zip(texts, limits, strict=True):
+    for text, d in zip(texts, values, strict=True):
         if text not in canon:
-            canon[text] = json.dumps(d if isinstance(d, dict) else {}, sort_keys=True)
-    return pd.Series([canon[t] for t in texts], index=limits.index, dtype=object)
+            canon[text] = json.dumps(d, sort_keys=True) if isinstance(d, dict) else ""
+    return pd.Series([canon[t] for t in texts], index=values.index, dtype=object)
 
 
-def records_to_frame(records: list[dict[str, Any]], source: str = "<records>") -> pd.DataFrame:
-    """The report frame from flat records (as parsed above): defaults filled, types fixed."""
-    frame = pd.DataFrame.from_records(records, columns=list(COLUMNS))
+def records_to_frame(records: list[dict[str, Any]], source: str = "<records>",
+                     fields: str = "all") -> pd.DataFrame:
+    """The report frame from flat records (as parsed above): defaults filled, types fixed.
+
+    Columns outside the `fields` profile are constant defaults (cheap scalar broadcast).
+    """
+    parsed = list(_PROFILES[fields].__annotations__)
+    frame = pd.DataFrame.from_records(records, columns=parsed)
     for name, default in _DEFAULTS.items():
-        if default is not None and frame[name].isna().all():  # absent (e.g. not parsed)
-            frame[name] = pd.Series([default] * len(frame), index=frame.index)
+        if name not in frame:
+            frame[name] = default
         elif default is not None:
             frame[name] = frame[name].fillna(default)
         else:
             frame[name] = frame[name].astype(object).where(frame[name].notna(), None)
     for name in _INTS:
         frame[name] = frame[name].astype(np.int64)
-    frame["passed"] = frame["passed"].astype(bool)
-    frame["is_flaky"] = frame["is_flaky"].astype(bool)
-    frame["duration_sec"] = frame["duration_sec"].astype(float)
-    frame["cost_usd"] = frame["cost_usd"].astype(float)
+    for name, kind in (("passed", bool), ("is_flaky", bool), ("duration_sec", float),
+                       ("cost_usd", float)):
+        frame[name] = frame[name].astype(kind)
+    if "limit_budgets" in parsed:
+        frame["limit_budgets"] = _canonical_json(frame["limit_budgets"])
     digest, image_id = frame["image_digest"], frame["image_id"]
     frame["image"] = digest.where(digest.notna(), image_id.where(image_id.notna(),
                                                                  frame["image_name"]))

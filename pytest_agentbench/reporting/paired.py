@@ -17,7 +17,7 @@ Exclusion rule, applied in this order and each counted in the report:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from pytest_agentbench.reporting import stats
-from pytest_agentbench.reporting.load import ReportError, Run, canonical_limits
+from pytest_agentbench.reporting.load import LIMIT_COLUMNS, ReportError, Run
 
 SCHEMA_VERSION = 1
 CHECKED_FIELDS = ("task_commit", "image", "limits", "harness_version")
@@ -67,19 +67,47 @@ def _show(values: list[str]) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _field_differences(da: pd.DataFrame, db: pd.DataFrame, common: set[str],
-                       column: str) -> list[str]:
-    """Tasks (sorted) whose set of `column` values differs between the runs, described."""
-    ua = da.loc[da["task_id"].isin(common), ["task_id", column]].drop_duplicates()
-    ub = db.loc[db["task_id"].isin(common), ["task_id", column]].drop_duplicates()
-    both = ua.merge(ub, on=["task_id", column], how="outer", indicator=True)
-    tasks = sorted(set(both.loc[both["_merge"] != "both", "task_id"]))
-    out = []
-    for task in tasks[:_EXAMPLES]:
-        va = list(ua.loc[ua["task_id"] == task, column].astype(str))
-        vb = list(ub.loc[ub["task_id"] == task, column].astype(str))
-        out.append(f"{task} (A={_show(va)}, B={_show(vb)})")
-    return out + tasks[_EXAMPLES:]
+_FIELD_COLUMNS: dict[str, tuple[str, ...]] = {
+    "task_commit": ("task_commit",), "image": ("image",), "limits": LIMIT_COLUMNS,
+}
+
+
+def _field_differences(da: pd.DataFrame, db: pd.DataFrame) -> dict[str, list[str]]:
+    """Per checked field, the tasks (sorted) whose set of values differs between the runs.
+
+    Both frames hold the common tasks only. The usual case, one value per task in each run, is
+    compared as aligned arrays; several values for a task fall back to a set comparison.
+    """
+    columns = [c for cols in _FIELD_COLUMNS.values() for c in cols]
+    ua = da[["task_id", *columns]].drop_duplicates()
+    ub = db[["task_id", *columns]].drop_duplicates()
+    single = ua["task_id"].is_unique and ub["task_id"].is_unique
+    if single:
+        ia, ib = ua.set_index("task_id"), ub.set_index("task_id").reindex(ua["task_id"])
+    out: dict[str, list[str]] = {}
+    for name, cols in _FIELD_COLUMNS.items():
+        if single:
+            differs = np.zeros(len(ia), dtype=bool)
+            for c in cols:
+                va, vb = ia[c].to_numpy(dtype=object), ib[c].to_numpy(dtype=object)
+                differs |= (va != vb) & ~(pd.isna(va) & pd.isna(vb))
+            tasks = sorted(str(t) for t in ia.index[differs])
+        else:
+            keep = ["task_id", *cols]
+            both = ua[keep].drop_duplicates().merge(ub[keep].drop_duplicates(), how="outer",
+                                                    indicator=True)
+            tasks = sorted(set(both.loc[both["_merge"] != "both", "task_id"]))
+        out[name] = [_describe(t, ua, ub, cols) for t in tasks[:_EXAMPLES]] + tasks[_EXAMPLES:]
+    return out
+
+
+def _describe(task: str, ua: pd.DataFrame, ub: pd.DataFrame, cols: Sequence[str]) -> str:
+    def values(frame: pd.DataFrame) -> list[str]:
+        rows = frame.loc[frame["task_id"] == task, list(cols)].drop_duplicates()
+        return [" ".join(f"{c.removeprefix('limit_')}={v}" for c, v in zip(cols, row, strict=True))
+                if len(cols) > 1 else str(row[0]) for row in rows.itertuples(index=False)]
+
+    return f"{task} (A={_show(values(ua))}, B={_show(values(ub))})"
 
 
 def _listing(items: list[str]) -> str:
@@ -106,38 +134,32 @@ def pair_runs(
     if da.empty or db.empty:
         raise ReportError("a run has no attempts: nothing to pair "
                           f"(A: {len(da)} attempts, B: {len(db)} attempts)")
-    ta, tb = set(da["task_id"]), set(db["task_id"])
-    common = ta & tb
+    ta, tb = pd.Index(da["task_id"].unique()), pd.Index(db["task_id"].unique())
+    common = ta.intersection(tb)
     problems: list[str] = []
-    only_a, only_b = sorted(ta - tb), sorted(tb - ta)
+    only_a, only_b = sorted(ta.difference(tb)), sorted(tb.difference(ta))
     if missing == "fail":
         if only_a:
             problems.append(f"tasks: {len(only_a)} task(s) only in A: {_listing(only_a)}")
         if only_b:
             problems.append(f"tasks: {len(only_b)} task(s) only in B: {_listing(only_b)}")
-    da = da.assign(limits=canonical_limits(da["limits"]))
-    db = db.assign(limits=canonical_limits(db["limits"]))
+    da = da[da["task_id"].isin(common)] if only_a else da
+    db = db[db["task_id"].isin(common)] if only_b else db
     allowed_diffs: dict[str, int] = {}
-    for column in CHECKED_FIELDS:
-        if column == "harness_version":
-            hv_a, hv_b = a.harness_version, b.harness_version
-            if hv_a != hv_b:
-                if column in allowed:
-                    allowed_diffs[column] = len(common)
-                else:
-                    problems.append(f"harness_version: A={hv_a!r}, B={hv_b!r}")
-            continue
-        diffs = _field_differences(da, db, common, column)
+    hv_a, hv_b = a.harness_version, b.harness_version
+    if hv_a != hv_b and "harness_version" in allowed:
+        allowed_diffs["harness_version"] = len(common)
+    elif hv_a != hv_b:
+        problems.append(f"harness_version: A={hv_a!r}, B={hv_b!r}")
+    for column, diffs in _field_differences(da, db).items():
         if diffs and column in allowed:
             allowed_diffs[column] = len(diffs)
         elif diffs:
             problems.append(f"{column}: differs for {len(diffs)} task(s): {_listing(diffs)}")
     keys = ["task_id", "attempt_index"]
     cols = keys + ["suite", "passed", "task_invalid", "is_quarantined", "infra"]
-    merged = da[da["task_id"].isin(common)][cols].merge(
-        db[db["task_id"].isin(common)][cols], on=keys, how="outer", suffixes=("_a", "_b"),
-        indicator=True,
-    )
+    merged = da[cols].merge(db[cols], on=keys, how="outer", suffixes=("_a", "_b"),
+                            indicator=True)
     unpaired = merged[merged["_merge"] != "both"]
     if len(unpaired) and missing == "fail":
         items = [f"{t}#{i} (only in {'A' if m == 'left_only' else 'B'})" for t, i, m in
@@ -149,7 +171,8 @@ def pair_runs(
     pairs = merged[merged["_merge"] == "both"]
     info = {
         "tasks_a": len(ta), "tasks_b": len(tb), "common_tasks": len(common),
-        "missing_policy": missing, "only_in_a": only_a, "only_in_b": only_b,
+        "missing_policy": missing, "only_in_a": [str(t) for t in only_a],
+        "only_in_b": [str(t) for t in only_b],
         "unpaired_attempts": len(unpaired), "allowed_mismatches": allowed_diffs,
     }
     return _exclude(pairs, info, infra_as_failure)
@@ -157,7 +180,7 @@ def pair_runs(
 
 def _exclude(pairs: pd.DataFrame, info: dict[str, Any], infra_as_failure: bool) -> Pairing:
     bad_rows = pairs["task_invalid_a"].astype(bool) | pairs["task_invalid_b"].astype(bool)
-    bad_tasks = set(pairs.loc[bad_rows, "task_id"])
+    bad_tasks = pairs.loc[bad_rows, "task_id"].unique()
     invalid = pairs["task_id"].isin(bad_tasks)
     quarantined = ~invalid & (pairs["is_quarantined_a"].astype(bool)
                               | pairs["is_quarantined_b"].astype(bool))
@@ -178,7 +201,7 @@ def _exclude(pairs: pd.DataFrame, info: dict[str, Any], infra_as_failure: bool) 
         "rule": ("tasks invalid or flaky in either run are dropped; then pairs with a "
                  "quarantined attempt; then pairs with an infra error "
                  + ("(counted as failures instead)" if infra_as_failure else "")).strip(),
-        "invalid_or_flaky_tasks": len(bad_tasks),
+        "invalid_or_flaky_tasks": int(len(bad_tasks)),
         "invalid_or_flaky_pairs": int(invalid.sum()),
         "quarantined_pairs": int(quarantined.sum()),
         "infra_pairs": int(infra.sum()),

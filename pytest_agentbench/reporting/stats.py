@@ -149,11 +149,13 @@ def bootstrap_distribution(
         raise ValueError("diff_sums and weights must be 1-d arrays of equal length")
     if len(d) == 0:
         return np.full(resamples, np.nan)
-    types, counts = np.unique(np.stack([d, w], axis=1), axis=0, return_counts=True)
+    base = int(w.max()) + 1  # one integer per (diff, weight) type: |diff| <= weight < base
+    keys, counts = np.unique((d + base) * base + w, return_counts=True)
+    type_d, type_w = keys // base - base, keys % base
     rng = np.random.default_rng(seed)
     draws = rng.multinomial(len(d), counts / counts.sum(), size=resamples)
-    num = draws @ types[:, 0].astype(np.float64)
-    den = draws @ types[:, 1].astype(np.float64)
+    num = draws @ type_d.astype(np.float64)
+    den = draws @ type_w.astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.asarray(num / den, dtype=np.float64)
 

@@ -322,7 +322,7 @@ def write_summary(run_dir: str | Path, infra_as_failure: bool = False) -> Path:
 
     path = Path(run_dir) / SUMMARY_FILE
     if (Path(run_dir) / load.ATTEMPTS_FILE).exists():
-        run = load_run(run_dir, full=False)
+        run = load_run(run_dir, fields="summary")
     else:
         meta = load.read_meta(Path(run_dir) / load.RUN_FILE)
         run = Run(Path(run_dir), meta, load.records_to_frame([]), ("no attempt was recorded",))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import Counter, defaultdict
@@ -47,19 +48,11 @@ def in_ci() -> bool:
 # --------------------------------------------------------------------------- environment
 
 
-def trust_all_repositories(home: Path) -> None:
-    """Work around a product bug for local-sandbox runs as root (see test_plugin_local.py):
-    the harness chowns each workspace to uid 1000 even for the local sandbox, and git running
-    as root then refuses it ("dubious ownership"). A throwaway HOME trusts every directory."""
-    (home / ".gitconfig").write_text("[safe]\n\tdirectory = *\n")
-
-
-def run_env(home: Path, *, trust: bool = True) -> dict[str, str]:
-    """The environment of a pytest run under test: own HOME, this interpreter first on PATH
-    (the local sandbox runs `python -m pytest` from PATH), no outer pytest options."""
+def run_env(home: Path) -> dict[str, str]:
+    """The environment of a pytest run under test: own HOME (so caches and git config are its
+    own), this interpreter first on PATH (the local sandbox runs `python -m pytest` from PATH),
+    no outer pytest options."""
     home.mkdir(parents=True, exist_ok=True)
-    if trust:
-        trust_all_repositories(home)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
     env["HOME"] = str(home)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
@@ -80,7 +73,7 @@ def agentbench_args(out: Path, *extra: str, sandbox: str | None = None) -> list[
     return [*args, *extra]
 
 
-def pytest_command(args: Sequence[str]) -> list[str]:
+def python_m_pytest(args: Sequence[str]) -> list[str]:
     return [sys.executable, "-m", "pytest", *args]
 
 
@@ -115,14 +108,23 @@ class PytestRun:
         return f"exit {self.returncode}\n{self.stdout[-chars:]}\n{self.stderr[-2000:]}"
 
     @property
+    def xdist_items(self) -> int:
+        """Items the xdist workers were given ("2 workers [3 items]"): selected, not deselected."""
+        match = re.search(r"^\d+ workers? \[(\d+) items?\]", self.stdout, re.MULTILINE)
+        assert match, self.tail()
+        return int(match.group(1))
+
+    @property
     def run_dir(self) -> RunDir:
         return only_run_dir(self.out)
 
 
-def run_pytest(args: Sequence[str], *, cwd: Path, env: dict[str, str], out: Path,
-               timeout: float = 600) -> PytestRun:
-    proc = subprocess.run(pytest_command(args), cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+def run_pytest(
+    args: Sequence[str], *, cwd: Path, env: dict[str, str], out: Path, timeout: float = 600
+) -> PytestRun:
+    proc = subprocess.run(
+        python_m_pytest(args), cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
     return PytestRun(proc.returncode, proc.stdout, proc.stderr, out)
 
 
@@ -134,7 +136,7 @@ def section_bodies(stdout: str, header_words: str) -> dict[str, list[str]]:
     for line in stdout.splitlines():
         stripped = line.strip("_ ")
         if line.startswith("_") and line.endswith("_") and stripped.startswith(header_words + " "):
-            current = found.setdefault(stripped[len(header_words) + 1:], [])
+            current = found.setdefault(stripped[len(header_words) + 1 :], [])
         elif line.startswith(("___", "===", "---")):
             current = None
         elif current is not None and line.strip() and not line.startswith("[gw"):
@@ -155,7 +157,8 @@ class RunDir:
 
     @property
     def meta(self) -> dict[str, Any]:
-        return json.loads((self.path / "run.json").read_text("utf-8"))
+        meta: dict[str, Any] = json.loads((self.path / "run.json").read_text("utf-8"))
+        return meta
 
     def attempt_lines(self) -> list[str]:
         path = self.path / "attempts.jsonl"
@@ -201,9 +204,7 @@ def sequence_problems(events: list[dict[str, Any]]) -> list[str]:
     for event in events:
         seqs[event["attempt_id"]].append(event["seq"])
     return [
-        f"{attempt}: {found}"
-        for attempt, found in seqs.items()
-        if found != list(range(len(found)))
+        f"{attempt}: {found}" for attempt, found in seqs.items() if found != list(range(len(found)))
     ]
 
 
@@ -221,8 +222,9 @@ def docker_client() -> Iterator[Any]:
     except Exception as exc:  # noqa: BLE001 - any failure to reach the daemon means "no Docker"
         if in_ci():
             pytest.fail(f"CI=true but no Docker daemon answers: {exc}", pytrace=False)
-        pytest.skip(f"no Docker daemon answers ({type(exc).__name__}: {exc}); "
-                    "run scripts/ensure-docker")
+        pytest.skip(
+            f"no Docker daemon answers ({type(exc).__name__}: {exc}); run scripts/ensure-docker"
+        )
     yield client
     client.close()
 
