@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -353,8 +355,11 @@ def test_a_crashed_worker_still_yields_a_record(pytester: pytest.Pytester, pack:
     pack.task("good-a")
     pack.task("crashy", failing="kill -9 $PPID; sleep 5")  # kills the xdist worker running it
     result = run_suite(pytester, "-n", "2")
+    run_dir = only_run_dir(pytester)
+    # the killed worker could not remove its checkout
+    shutil.rmtree(Path(tempfile.gettempdir()) / "agentbench-work" / run_dir.name, True)
     result.assert_outcomes(passed=1, failed=1)
-    records = by_task(attempts(only_run_dir(pytester)))
+    records = by_task(attempts(run_dir))
     assert set(records) == {"good-a", "crashy"}
     crash = records["crashy"]["result"]
     assert (crash["failure_reason"], crash["sub_reason"]) == ("SANDBOX_ERROR", "WORKER_CRASH")

@@ -1,0 +1,269 @@
+"""The plugin end to end on the bundled custom-dev suite in Docker sandboxes.
+
+One oracle run of the whole suite with two xdist workers is shared by most tests (about a minute
+on two cores); a nop run and the Ctrl-C runs pick a few tasks with -k. Without a Docker daemon
+these tests skip, except under CI=true, where they fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import (
+    ALL_TASKS,
+    FLAKY_TASK,
+    INVALID_TASK,
+    SUITE,
+    TASKPACKS,
+    VALID_TASKS,
+    PytestRun,
+    RunDir,
+    agentbench_args,
+    containers_of,
+    python_m_pytest,
+    run_env,
+    run_pytest,
+    section_bodies,
+    sequence_problems,
+)
+
+pytestmark = [pytest.mark.docker, pytest.mark.e2e]
+
+
+@dataclass
+class Workspace:
+    root: Path
+
+    @property
+    def out(self) -> Path:
+        return self.root / "runs"
+
+    def env(self) -> dict[str, str]:
+        return run_env(self.root / "home")
+
+    def run(self, *extra: str, timeout: float = 600) -> PytestRun:
+        return run_pytest(
+            agentbench_args(self.out, *extra),
+            cwd=self.root,
+            env=self.env(),
+            out=self.out,
+            timeout=timeout,
+        )
+
+
+# --------------------------------------------------------------------------- the oracle run
+
+
+@pytest.fixture(scope="module")
+def oracle_run(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> PytestRun:
+    return Workspace(tmp_path_factory.mktemp("oracle")).run("-n", "2")
+
+
+def test_oracle_outcomes(oracle_run: PytestRun) -> None:
+    oracle_run.assert_outcomes(passed=6, xfailed=1, errors=1)
+    assert oracle_run.returncode == 1  # the invalid task's ERROR fails the session
+    assert oracle_run.xdist_items == len(ALL_TASKS)
+    assert "Traceback" not in oracle_run.text
+
+
+def test_oracle_records_one_valid_line_per_attempt(oracle_run: PytestRun) -> None:
+    run_dir = oracle_run.run_dir
+    assert len(run_dir.attempt_lines()) == len(ALL_TASKS)
+    records = run_dir.records_by_task()  # each line validated against AttemptRecord
+    assert sorted(records) == list(ALL_TASKS)
+    outcomes = {task: record["pytest_outcome"] for task, record in records.items()}
+    assert outcomes == {
+        **dict.fromkeys(VALID_TASKS, "passed"),
+        INVALID_TASK: "error",
+        FLAKY_TASK: "xfailed",
+    }
+    for record in records.values():
+        assert record["run_id"] == run_dir.run_id
+        assert record["worker"] in ("gw0", "gw1")
+        assert record["attempt_index"] == 0
+        assert record["image"]["id"], "a docker run records the runner image id"
+        assert record["result"]["passed"] == (record["task_id"] in VALID_TASKS)
+
+
+def test_oracle_reason_codes_of_the_broken_tasks(oracle_run: PytestRun) -> None:
+    records = oracle_run.run_dir.records_by_task()
+    invalid, flaky = records[INVALID_TASK], records[FLAKY_TASK]
+    assert invalid["result"]["failure_reason"] == "BASELINE_NOT_FAILING"
+    assert invalid["baseline_validation"]["failed_as_expected"] is False
+    assert [run["exit_code"] for run in invalid["baseline_validation"]["runs"]] == [0, 0]
+    assert flaky["result"]["failure_reason"] == "BASELINE_FLAKY"
+    assert flaky["baseline_validation"]["is_flaky"] is True
+    assert len(flaky["baseline_validation"]["flake_failure_modes"]) >= 2
+    assert flaky["quarantined"]
+    for task in VALID_TASKS:
+        assert records[task]["result"]["failure_reason"] is None
+    error_text = section_bodies(oracle_run.stdout, "ERROR at setup of agentbench task")
+    assert list(error_text) == [INVALID_TASK]
+    assert error_text[INVALID_TASK][0].startswith("BASELINE_NOT_FAILING: ")
+    assert error_text[INVALID_TASK][1:] == [f"  artifacts: tasks/{INVALID_TASK}"]
+
+
+def test_oracle_events_are_valid_and_ordered(oracle_run: PytestRun) -> None:
+    run_dir = oracle_run.run_dir
+    events = run_dir.events()  # each line validated against the event union
+    assert sequence_problems(events) == []
+    attempt_ids = {r["attempt_id"] for r in run_dir.records()}
+    assert {e["attempt_id"] for e in events} == attempt_ids
+    for kind in ("task_started", "task_finished"):
+        started = [e["attempt_id"] for e in events if e["type"] == kind]
+        assert sorted(started) == sorted(attempt_ids), kind
+    assert {e["run_id"] for e in events} == {run_dir.run_id}
+    assert not (run_dir.path / "events").exists()  # the worker parts were merged
+
+
+def test_oracle_task_artifacts(oracle_run: PytestRun) -> None:
+    run_dir = oracle_run.run_dir
+    assert (run_dir.path / "run.json").is_file()
+    summary = (run_dir.path / "report_summary.md").read_text()
+    assert run_dir.run_id in summary
+    for task in ALL_TASKS:
+        task_dir = run_dir.task_dir(task)
+        frozen = (task_dir / "task.yaml").read_bytes()
+        assert frozen == (TASKPACKS / SUITE / task / "task.yaml").read_bytes(), task
+        assert (task_dir / "logs" / "failing_stdout.txt").stat().st_size > 0, task
+        for meta in ("timings.json", "environment.json"):
+            json.loads((task_dir / "meta" / meta).read_text())
+    for task in VALID_TASKS:
+        task_dir = run_dir.task_dir(task)
+        assert (task_dir / "diffs" / "final.patch").read_text().startswith("diff --git"), task
+        calls = (task_dir / "agent" / "tool_calls.jsonl").read_text().splitlines()
+        assert [json.loads(c)["tool"] for c in calls] == ["apply_patch"], task
+    assert (run_dir.task_dir("restore-slug-module") / "diffs" / "final.patch").read_text().count(
+        "new file mode"
+    ) == 1
+    assert (
+        "deleted file mode"
+        in (run_dir.task_dir("remove-stale-override") / "diffs" / "final.patch").read_text()
+    )
+
+
+def test_oracle_run_leaves_no_container(oracle_run: PytestRun, docker_client: Any) -> None:
+    assert containers_of(docker_client, oracle_run.run_dir.run_id) == []
+    assert leftover_workspaces(oracle_run.run_dir.run_id) == []
+
+
+# --------------------------------------------------------------------------- nop
+
+
+def test_nop_fails_valid_tasks_with_tests_failed(docker_client: Any, tmp_path: Path) -> None:
+    run = Workspace(tmp_path).run("-n", "2", "-k", "mean or slug", "--agentbench-variant", "nop")
+    run.assert_outcomes(failed=2)
+    assert run.xdist_items == 2
+    failures = section_bodies(run.stdout, "agentbench task")
+    assert sorted(failures) == ["fix-mean-off-by-one", "restore-slug-module"]
+    for task, body in failures.items():
+        assert len(body) == 2, body
+        assert body[0].startswith("TESTS_FAILED: passing_command exited "), body
+        assert body[0].endswith("agent: nop agent made no changes"), body
+        assert body[1] == f"  artifacts: tasks/{task}"
+    assert "Traceback" not in run.text
+    records = run.run_dir.records_by_task()
+    assert {
+        t: (r["result"]["failure_reason"], r["pytest_outcome"]) for t, r in records.items()
+    } == {
+        "fix-mean-off-by-one": ("TESTS_FAILED", "failed"),
+        "restore-slug-module": ("TESTS_FAILED", "failed"),
+    }
+    for task in records:
+        assert (run.run_dir.task_dir(task) / "diffs" / "final.patch").read_text() == ""
+    assert containers_of(docker_client, run.run_dir.run_id) == []
+
+
+# --------------------------------------------------------------------------- Ctrl-C
+
+
+@pytest.fixture
+def interrupted_workspace(tmp_path: Path, docker_client: Any) -> Iterator[Workspace]:
+    workspace = Workspace(tmp_path)
+    yield workspace
+    for run_json in workspace.out.glob("*/run.json"):  # never leak, even when the test fails
+        run_id = run_json.parent.name
+        for container in docker_client.containers.list(
+            all=True, filters={"label": f"agentbench.run_id={run_id}"}
+        ):
+            container.remove(force=True)
+        shutil.rmtree(work_root(run_id), ignore_errors=True)
+
+
+def work_root(run_id: str) -> Path:
+    """Where the harness checks out the attempts' repositories on the host."""
+    return Path(tempfile.gettempdir()) / "agentbench-work" / run_id
+
+
+def leftover_workspaces(run_id: str) -> list[str]:
+    root = work_root(run_id)
+    return sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+
+
+@pytest.mark.parametrize(
+    ("extra", "whole_group"),
+    [
+        (("-n", "2"), True),
+        ((), False),
+        (("-n", "2"), False),
+    ],
+    ids=["xdist-terminal-ctrl-c", "serial-sigint-to-pytest", "xdist-sigint-to-pytest"],
+)
+def test_ctrl_c_leaves_no_container(
+    interrupted_workspace: Workspace, docker_client: Any, extra: tuple[str, ...], whole_group: bool
+) -> None:
+    """SIGINT while sandboxes are up: pytest exits as interrupted, without a traceback, and
+    neither a container nor a host checkout of the run is left behind."""
+    workspace = interrupted_workspace
+    args = agentbench_args(workspace.out, *extra, "-k", "mean or slug or size")
+    proc = subprocess.Popen(
+        python_m_pytest(args),
+        cwd=workspace.root,
+        env=workspace.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    run_id: str | None = None
+    seen: list[str] = []
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and proc.poll() is None and not seen:
+            runs = list(workspace.out.glob("*/run.json"))
+            if runs:
+                run_id = runs[0].parent.name
+                seen = containers_of(docker_client, run_id)
+            time.sleep(0.2)
+        assert seen, "no sandbox container appeared before the run ended"
+        # A terminal's Ctrl-C signals the whole foreground process group (controller, xdist
+        # workers, their children); `kill -INT <pid>` signals pytest alone.
+        if whole_group:
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert run_id is not None
+    assert proc.returncode == 2, output[-4000:]  # pytest's INTERRUPTED
+    assert "KeyboardInterrupt" in output
+    assert "Traceback" not in output
+    assert containers_of(docker_client, run_id) == [], output[-4000:]
+    for line in RunDir(workspace.out / run_id).attempt_lines():
+        json.loads(line)  # whatever was recorded before the interrupt is whole
+    assert leftover_workspaces(run_id) == []
