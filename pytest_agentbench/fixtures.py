@@ -6,14 +6,13 @@ infrastructure problems are pytest ERRORs and only the agent's own failures are 
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentbench.hostenv import env_cache, owner_uid, pip_cache_dir
+from pytest_agentbench.hostenv import env_cache, owner_uid, pip_cache_dir, work_root
 from pytest_agentbench.items import AB_KEY, TaskError, failure_text, is_error
 from pytest_agentbench.variants import agent_factories, make_agent
 from pytest_agentbench.xdist_glue import worker_id
@@ -22,6 +21,7 @@ if TYPE_CHECKING:
     from pytest_agentbench.core.ports import SandboxFactory
     from pytest_agentbench.plugin import AgentbenchConfig
     from pytest_agentbench.repos.mirror import MirrorCache
+
 
 @pytest.fixture(scope="session")
 def agentbench_config(pytestconfig: pytest.Config) -> AgentbenchConfig:
@@ -89,7 +89,8 @@ def agentbench_attempt(
     cfg = TrialConfig(
         run_id=state.run_id,
         run_dir=state.path,
-        work_root=Path(tempfile.gettempdir()) / "agentbench-work" / state.run_id,
+        work_root=work_root(state.run_id),
+        session=state.session_token,
         variant=ab.variant.name,
         variant_config_hash=ab.variant_hash(),
         image=ab.image.get("name") or "local",
@@ -124,7 +125,6 @@ def agentbench_attempt(
     if is_error(record):
         raise TaskError(failure_text(record))
     return record
-
 
 
 def _harness_version() -> str:

@@ -4,6 +4,7 @@ who owns the workspace, where the pip and environment caches live, which CA bund
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,11 @@ CA_ENV_VARS = ("AGENTBENCH_CA_BUNDLE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CE
 def owner_uid(sandbox: str = "docker") -> int | None:
     """Docker sandboxes run as uid 1000: a root harness hands the workspace over to it."""
     return SANDBOX_UID if sandbox == "docker" and os.geteuid() == 0 else None
+
+
+def work_root(run_id: str) -> Path:
+    """Where a run's per-attempt checkouts live while they run (removed at session end)."""
+    return Path(tempfile.gettempdir()) / "agentbench-work" / run_id
 
 
 def pip_cache_dir() -> Path:
@@ -51,5 +57,9 @@ def env_cache(value: str | None = None) -> EnvCache | None:
 def trial_defaults(sandbox: str = "docker", ca_bundle: str = "auto") -> dict[str, Any]:
     """TrialConfig keyword arguments for code that runs attempts outside pytest."""
     ca = resolve_ca_bundle(ca_bundle)
-    return {"owner_uid": owner_uid(sandbox), "pip_cache": pip_cache_dir(),
-            "ca_bundle": Path(ca) if ca else None, "env_cache": env_cache()}
+    return {
+        "owner_uid": owner_uid(sandbox),
+        "pip_cache": pip_cache_dir(),
+        "ca_bundle": Path(ca) if ca else None,
+        "env_cache": env_cache(),
+    }

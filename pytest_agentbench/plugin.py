@@ -5,6 +5,7 @@ Inert unless `--agentbench-suite` (or `--agentbench-resume`) is given.
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from pytest_agentbench.fixtures import (  # noqa: F401 - fixtures are found by i
     agentbench_mirrors,
     agentbench_sandbox_factory,
 )
-from pytest_agentbench.hostenv import resolve_ca_bundle
+from pytest_agentbench.hostenv import resolve_ca_bundle, work_root
 from pytest_agentbench.items import AB_KEY, SHORT_FAILURES, TaskFile
 from pytest_agentbench.options import add_options
 from pytest_agentbench.session import ResumeError, RunState, merge_events, record_attempt, start_run
@@ -51,9 +52,16 @@ class AgentbenchConfig:
             "variant": self.variant.config(),
             "variant_config_hash": self.variant_hash(),
             "attempts": self.attempts,
-            "image": self.options["image"],
+            "image": self.image.get("id") or self.image.get("name"),
             "sandbox": self.options["sandbox"],
         }
+
+    def run_config_hash(self) -> str:
+        import hashlib
+        import json
+
+        blob = json.dumps(self.run_config(), sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def variant_hash(self) -> str:
         return self.variant.config_hash({"llm": self.options.get("llm", {})})
@@ -97,7 +105,7 @@ def pytest_configure(config: pytest.Config) -> None:
             ab.suites,
             ab.variant.name,
             ab.run_config(),
-            ab.variant_hash(),
+            ab.run_config_hash(),
             Path(resume) if resume else None,
         )
     except ResumeError as exc:
@@ -118,7 +126,13 @@ def _make_config(config: pytest.Config, suites: list[str]) -> AgentbenchConfig:
     if not taskpacks.is_absolute():
         taskpacks = config.rootpath / taskpacks if not taskpacks.exists() else taskpacks.resolve()
     variant = load_variant(opt("agentbench_variant") or ini("agentbench_variant") or "oracle")
-    attempts = int(opt("agentbench_attempts") or ini("agentbench_attempts") or 1)
+    raw_attempts = opt("agentbench_attempts")
+    if raw_attempts is None:
+        raw_attempts = ini("agentbench_attempts") or 1
+    try:
+        attempts = int(raw_attempts)
+    except ValueError:
+        attempts = 0
     if attempts < 1:
         raise ValueError("--agentbench-attempts: expected a positive integer")
     out = Path(opt("agentbench_out") or ini("agentbench_out") or "reports/runs")
@@ -299,6 +313,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if ab is None or ab.state is None or is_worker(session.config):
         return
     merge_events(ab.state)
+    shutil.rmtree(work_root(ab.state.run_id), ignore_errors=True)
     if ab.options["sandbox"] == "docker":
         from pytest_agentbench.sandbox.docker import DockerSandboxFactory
 

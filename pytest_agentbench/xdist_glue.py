@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_agentbench.core.events import utc_now
+from pytest_agentbench.core.trial import attempt_id
 from pytest_agentbench.spec.records import AttemptRecord, Limits, Result, Timestamps
 from pytest_agentbench.spec.taxonomy import Reason
 
@@ -36,7 +37,9 @@ def crash_record(ab: AgentbenchConfig, report: pytest.TestReport) -> dict[str, A
     env, now = loaded.spec.environment, utc_now()
     record = AttemptRecord(
         run_id=ab.state.run_id,
-        attempt_id=f"{ab.state.run_id}:{loaded.id}:{ab.variant.name}:{index}",
+        attempt_id=attempt_id(
+            ab.state.run_id, loaded.id, ab.variant.name, index, ab.state.session_token
+        ),
         task_id=loaded.id,
         suite=loaded.spec.suite,
         variant=ab.variant.name,

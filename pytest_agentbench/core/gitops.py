@@ -30,9 +30,12 @@ def _pathspec() -> str:
 
 def snapshot_tree(sandbox: Sandbox, timeout_sec: float = 60) -> str:
     """The tree id of the workspace as it is now (tracked + untracked, minus ignored/junk)."""
+    # A private index per call: the local sandbox shares the host's /tmp between attempts.
     cmd = (
-        f"cp .git/index {INDEX} 2>/dev/null; export GIT_INDEX_FILE={INDEX}; "
-        f"{_GIT} add -A -- . {_pathspec()} && {_GIT} write-tree"
+        f"export GIT_INDEX_FILE=$(mktemp -u {INDEX}.XXXXXXXX); "
+        'cp .git/index "$GIT_INDEX_FILE" 2>/dev/null; '
+        f"{_GIT} add -A -- . {_pathspec()} && {_GIT} write-tree; "
+        'status=$?; rm -f "$GIT_INDEX_FILE"; exit $status'
     )
     result = sandbox.exec(cmd, timeout_sec=timeout_sec)
     if not result.ok:

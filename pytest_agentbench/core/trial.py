@@ -79,7 +79,12 @@ class TrialConfig:
     redact: Callable[[str], str] = field(default=lambda text: text)
     agent_params: dict[str, Any] = field(default_factory=dict)
     quarantined: str | None = None
+    session: str = ""  # the pytest session's token: a resumed attempt gets a new attempt id
     env_cache: EnvCache | None = None  # post-setup snapshots; None: always run setup
+
+
+def attempt_id(run_id: str, task_id: str, variant: str, index: int, session: str = "") -> str:
+    return f"{run_id}:{task_id}:{variant}:{index}" + (f"@{session}" if session else "")
 
 
 class Trial:
@@ -93,7 +98,9 @@ class Trial:
     ) -> None:
         self.task, self.spec, self.cfg = task, task.spec, cfg
         self.sandboxes, self.mirrors, self.agent = sandboxes, mirrors, agent
-        self.attempt_id = f"{cfg.run_id}:{self.spec.id}:{cfg.variant}:{cfg.attempt_index}"
+        self.attempt_id = attempt_id(
+            cfg.run_id, self.spec.id, cfg.variant, cfg.attempt_index, cfg.session
+        )
         self.paths = AttemptPaths(cfg.run_dir, self.spec.id, cfg.attempt_label)
         self.events = EventSink(
             cfg.events_path, cfg.run_id, self.spec.id, self.attempt_id, cfg.redact

@@ -13,13 +13,11 @@ import math
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from pytest_agentbench.reporting.gate import GateResult
 from pytest_agentbench.reporting.paired import PairedReport
 from pytest_agentbench.reporting.summary import RunSummary
 
-FORMATS = ("md", "csv", "json")
 PAIR_COLUMNS = ["task_id", "attempt_index", "suite", "a_passed", "b_passed", "outcome"]
 GATE_COLUMNS = [
     "baseline_run_id", "candidate_run_id", "regression", "exit_code", "max_drop", "margin",
@@ -76,7 +74,7 @@ def table(headers: list[str], rows: list[list[Any]], limit: int | None = _MD_ROW
     shown = rows if limit is None else rows[:limit]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in shown]
     if limit is not None and len(rows) > limit:
-        lines.append(f"\n_{len(rows) - limit} more row(s) in the JSON and CSV forms._")
+        lines.append(f"\n_{len(rows) - limit} more row(s) in the JSON form._")
     return "\n".join(lines)
 
 
@@ -251,7 +249,3 @@ def render_gate(result: GateResult, fmt: str) -> str:
         return "\n".join([f"# Regression gate: {head}", "", para(data["verdict"]), "",
                           paired_markdown(data["paired"], heading="##")])
     raise ValueError(f"unknown format {fmt!r}")
-
-
-def frame_to_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    return [json_safe(r) for r in frame.to_dict("records")]

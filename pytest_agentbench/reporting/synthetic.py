@@ -61,6 +61,8 @@ def synthetic_records(
     u = trng.random((n_tasks, attempts))
     infra_u = trng.random((n_tasks, attempts))
     orng = np.random.default_rng(seed)
+    redraw = orng.random((n_tasks, attempts)) < 0.15  # some outcomes differ between variants
+    u = np.where(redraw, orng.random((n_tasks, attempts)), u)
     steps = orng.integers(1, 31, (n_tasks, attempts))
     durations = orng.gamma(2.0, 60.0, (n_tasks, attempts))
     reason_ix = orng.integers(0, len(_AGENT_REASONS), (n_tasks, attempts))

@@ -302,13 +302,6 @@ def test_resume_records_every_attempt_exactly_once(killed_and_resumed: KilledRun
     assert len(killed.run_dir.meta["sessions"]) == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product bug: the killed attempt's workspace (/tmp/agentbench-work/<run>/<attempt>/"
-    "repo) survives SIGKILL and the resumed attempt, having the same attempt id, fails in "
-    "prepare with SETUP_FAILED [REPO] 'already exists and is not empty' "
-    "(repos/workspace.py prepare_dest, reached from core/trial.py Trial._prepare)",
-)
 def test_resume_reruns_the_killed_attempt_cleanly(killed_and_resumed: KilledRun) -> None:
     records = killed_and_resumed.run_dir.records_by_task()
     assert {k: v["pytest_outcome"] for k, v in records.items()} == dict.fromkeys(
@@ -316,12 +309,6 @@ def test_resume_reruns_the_killed_attempt_cleanly(killed_and_resumed: KilledRun)
     ), killed_and_resumed.resumed.tail()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product bug: the killed session's worker event parts are merged into events.jsonl "
-    "on resume, under the same attempt_id as the rerun, so that attempt's seq restarts at 0 "
-    "(session.py merge_events / attempt ids in core/trial.py)",
-)
 def test_resume_keeps_one_event_sequence_per_attempt(killed_and_resumed: KilledRun) -> None:
     assert sequence_problems(killed_and_resumed.run_dir.events()) == []
 

@@ -392,17 +392,7 @@ def test_attempts_make_one_item_per_attempt(pytester: pytest.Pytester, standard:
 
 @pytest.mark.parametrize(
     "count",
-    [
-        "-1",
-        pytest.param(
-            "0",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="product bug: plugin.py _make_config reads `opt(...) or ini(...) or 1`, "
-                "so --agentbench-attempts 0 silently becomes 1 attempt",
-            ),
-        ),
-    ],
+    ["-1", "0"],
 )
 def test_attempts_must_be_positive(pytester: pytest.Pytester, standard: Pack, count: str) -> None:
     result = run_suite(pytester, "--agentbench-attempts", count)
@@ -486,12 +476,6 @@ def test_resume_with_a_different_variant_is_refused(
     assert (run_dir / "attempts.jsonl").read_bytes() == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product bug: plugin.py passes ab.variant_hash() as start_run's config_hash, so "
-    "resume compares only the variant; suites, attempts, image and sandbox (run_config(), "
-    "'what must match for --agentbench-resume') are never compared",
-)
 @pytest.mark.parametrize(
     ("changed", "field"),
     [(("--agentbench-attempts", "2"), "attempts"), (("--agentbench-suite", "zeta"), "suites")],
