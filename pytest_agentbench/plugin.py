@@ -319,9 +319,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
         DockerSandboxFactory().sweep({"agentbench.run_id": ab.state.run_id})
     try:
-        from pytest_agentbench.reporting.summary import write_summary
+        from pytest_agentbench.reporting import write_html, write_summary
 
         write_summary(ab.state.path)
+        write_html(ab.state.path)
     except Exception as exc:  # noqa: BLE001 - a report bug must not lose the run
         (ab.state.path / "report_error.txt").write_text(f"{type(exc).__name__}: {exc}\n")
 

@@ -44,7 +44,7 @@ class EnvCache:
         snap = self.root / key
         if not (snap / ".complete").is_file():
             return False
-        _copy_tree(snap, env_dir)
+        copy_tree(snap, env_dir)
         (env_dir / ".complete").unlink(missing_ok=True)
         return True
 
@@ -55,7 +55,7 @@ class EnvCache:
             return
         self.root.mkdir(parents=True, exist_ok=True)
         tmp = self.root / f".{key}.{uuid.uuid4().hex[:8]}"
-        _copy_tree(env_dir, tmp)
+        copy_tree(env_dir, tmp)
         (tmp / ".complete").write_text("1\n")
         try:
             os.rename(tmp, final)
@@ -63,7 +63,7 @@ class EnvCache:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _copy_tree(src: Path, dst: Path) -> None:
+def copy_tree(src: Path, dst: Path) -> None:
     """cp -a keeps owners, modes and symlinks (the sandbox user owns these files)."""
     dst.mkdir(parents=True, exist_ok=True)
     subprocess.run(["cp", "-a", f"{src}/.", str(dst)], check=True, capture_output=True)

@@ -14,7 +14,18 @@ from pytest_agentbench.core.ports import Sandbox, SandboxError
 
 INDEX = "/tmp/.agentbench-index"
 EXCLUDES = ["**/__pycache__/**", ".pytest_cache/**", "**/*.pyc", ".agentbench/**"]
-_GIT = "git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.quotepath=off"
+APPLY_PATCH = ".git/agentbench-final.patch"
+# The agent can write .git/config; pin what would change what we read or write.
+_GIT = (
+    "git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.quotepath=off"
+    " -c core.autocrlf=false -c core.safecrlf=false -c diff.noprefix=false"
+    " -c diff.mnemonicPrefix=false -c diff.relative=false -c diff.external="
+)
+_DIFF = "diff --no-renames --no-ext-diff --no-textconv"
+
+
+class SnapshotError(SandboxError):
+    """git could not read the workspace (e.g. the agent made files unreadable)."""
 
 
 @dataclass(frozen=True)
@@ -39,7 +50,7 @@ def snapshot_tree(sandbox: Sandbox, timeout_sec: float = 60) -> str:
     )
     result = sandbox.exec(cmd, timeout_sec=timeout_sec)
     if not result.ok:
-        raise SandboxError(f"git snapshot failed: {result.stderr.strip()[-300:]}")
+        raise SnapshotError(f"git snapshot failed: {result.stderr.strip()[-300:]}")
     return result.stdout.strip()
 
 
@@ -47,12 +58,13 @@ def diff_trees(sandbox: Sandbox, old: str, new: str, timeout_sec: float = 60) ->
     if old == new:
         return DiffStat("", [], 0)
     result = sandbox.exec(
-        f"{_GIT} diff --binary {old} {new} && echo '@@agentbench-numstat@@' && "
-        f"{_GIT} diff --numstat {old} {new}",
+        f"{_GIT} {_DIFF} --binary {old} {new} && echo '@@agentbench-numstat@@' && "
+        f"{_GIT} {_DIFF} --numstat --text {old} {new}",
         timeout_sec=timeout_sec,
+        full_output=True,
     )
     if not result.ok:
-        raise SandboxError(f"git diff failed: {result.stderr.strip()[-300:]}")
+        raise SnapshotError(f"git diff failed: {result.stderr.strip()[-300:]}")
     text = result.full_stdout if result.full_stdout is not None else result.stdout
     patch, _, numstat = text.partition("@@agentbench-numstat@@\n")
     files, lines = [], 0

@@ -20,8 +20,9 @@ _SHOW_MAX = 40
 _MARGIN = 2
 
 
-def describe_mismatch(lines: list[Line], hunk: Hunk, stated: int, cursor: int,
-                      max_offset: int) -> str:
+def describe_mismatch(
+    lines: list[Line], hunk: Hunk, stated: int, cursor: int, max_offset: int
+) -> str:
     """One sentence on why the hunk's old lines are not where the header says."""
     old = [hl.text for hl in hunk.old_lines]
     n = len(lines)
@@ -33,17 +34,23 @@ def describe_mismatch(lines: list[Line], hunk: Hunk, stated: int, cursor: int,
     if exact:
         pos = min(exact, key=lambda p: abs(p - stated))
         if pos < cursor:
-            return (f"the context and removed lines are at line {pos + 1}, which overlaps the "
-                    "previous hunk; hunks must be in file order and must not overlap")
-        return (f"the context and removed lines are at line {pos + 1}, {pos - stated:+d} lines "
-                f"from the header's line {hunk.old_start}, beyond the allowed offset of "
-                f"±{max_offset} lines; fix the line numbers in the @@ header")
+            return (
+                f"the context and removed lines are at line {pos + 1}, which overlaps the "
+                "previous hunk; hunks must be in file order and must not overlap"
+            )
+        return (
+            f"the context and removed lines are at line {pos + 1}, {pos - stated:+d} lines "
+            f"from the header's line {hunk.old_start}, beyond the allowed offset of "
+            f"±{max_offset} lines; fix the line numbers in the @@ header"
+        )
     loose = _matches(lines, old, lambda s: " ".join(s.split()))
     if loose:
         pos = min(loose, key=lambda p: abs(p - stated))
-        return (f"the lines match at line {pos + 1} only when whitespace is ignored; context and "
-                "removed lines must reproduce the file's whitespace exactly (indentation, tabs, "
-                "trailing spaces)")
+        return (
+            f"the lines match at line {pos + 1} only when whitespace is ignored; context and "
+            "removed lines must reproduce the file's whitespace exactly (indentation, tabs, "
+            "trailing spaces)"
+        )
     prefix = "context/removed lines do not match the file (no fuzzy matching is done): "
     if stated >= n:
         return prefix + f"the hunk starts at line {hunk.old_start} but the file has {n} lines"
@@ -52,8 +59,10 @@ def describe_mismatch(lines: list[Line], hunk: Hunk, stated: int, cursor: int,
         if at >= n:
             return prefix + f"the hunk runs past the end of the file ({n} lines)"
         if lines[at][0] != text:
-            return prefix + (f"at line {at + 1} the patch expects {_short(text)} but the file "
-                             f"has {_short(lines[at][0])}")
+            return prefix + (
+                f"at line {at + 1} the patch expects {_short(text)} but the file "
+                f"has {_short(lines[at][0])}"
+            )
     return prefix + "the lines differ"  # pragma: no cover - a full match would have applied
 
 
@@ -84,14 +93,15 @@ def _best_window(lines: list[Line], old: list[str], stated: int) -> int:
             score += sum(t in tokens for t in line_tokens) / len(line_tokens)
         prefix.append(prefix[-1] + score)
     anchor = min(max(stated, lo), hi)
-    ranked = sorted(range(lo, hi + 1),
-                    key=lambda p: (-(prefix[min(n, p + width)] - prefix[p]), abs(p - anchor)))
+    ranked = sorted(
+        range(lo, hi + 1), key=lambda p: (-(prefix[min(n, p + width)] - prefix[p]), abs(p - anchor))
+    )
     candidates = set(ranked[:_CANDIDATES]) | {anchor}
     matcher = SequenceMatcher(None, autojunk=False)
     matcher.set_seq2("\n".join(old))
     best, best_key = anchor, (-1.0, 0)
     for pos in candidates:
-        matcher.set_seq1("\n".join(text for text, _ in lines[pos:pos + width]))
+        matcher.set_seq1("\n".join(text for text, _ in lines[pos : pos + width]))
         key = (matcher.ratio(), -abs(pos - stated))
         if key > best_key:
             best, best_key = pos, key
@@ -102,8 +112,11 @@ def _matches(lines: list[Line], old: list[str], norm: Callable[[str], str]) -> l
     want = [norm(text) for text in old]
     have = [norm(text) for text, _ in lines]
     first = want[0]
-    return [p for p in range(len(have) - len(want) + 1)
-            if have[p] == first and have[p:p + len(want)] == want]
+    return [
+        p
+        for p in range(len(have) - len(want) + 1)
+        if have[p] == first and have[p : p + len(want)] == want
+    ]
 
 
 def _short(text: str, limit: int = 120) -> str:

@@ -26,8 +26,13 @@ class PatchError(Exception):
     fixed."""
 
     def __init__(
-        self, reason: str, *, file: str | None = None, hunk_index: int | None = None,
-        hunk_header: str | None = None, nearest_context: str | None = None,
+        self,
+        reason: str,
+        *,
+        file: str | None = None,
+        hunk_index: int | None = None,
+        hunk_header: str | None = None,
+        nearest_context: str | None = None,
     ) -> None:
         self.reason = reason
         self.file = file
@@ -48,8 +53,13 @@ class PatchError(Exception):
         return text
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "hunk_index": self.hunk_index, "hunk_header": self.hunk_header,
-                "reason": self.reason, "nearest_context": self.nearest_context}
+        return {
+            "file": self.file,
+            "hunk_index": self.hunk_index,
+            "hunk_header": self.hunk_header,
+            "reason": self.reason,
+            "nearest_context": self.nearest_context,
+        }
 
 
 @dataclass
@@ -139,7 +149,7 @@ def _header_name(rest: str) -> str:
 def _strip_prefix(name: str, prefix: str, strip: bool) -> str:
     if name == DEV_NULL:
         return name
-    return name[len(prefix):] if strip and name.startswith(prefix) else name
+    return name[len(prefix) :] if strip and name.startswith(prefix) else name
 
 
 class _Section:
@@ -162,13 +172,17 @@ class _Section:
         git = self.git_line is not None
         old, new = self.old, self.new
         if old is not None and new is not None:
-            strip = git or ((old.startswith("a/") or old == DEV_NULL)
-                            and (new.startswith("b/") or new == DEV_NULL))
+            strip = git or (
+                (old.startswith("a/") or old == DEV_NULL)
+                and (new.startswith("b/") or new == DEV_NULL)
+            )
             old, new = _strip_prefix(old, "a/", strip), _strip_prefix(new, "b/", strip)
         if self.rename_from is not None or self.rename_to is not None:
             if self.rename_from is None or self.rename_to is None:
-                raise PatchError("'rename from' and 'rename to' must come together",
-                                 file=self.rename_from or self.rename_to)
+                raise PatchError(
+                    "'rename from' and 'rename to' must come together",
+                    file=self.rename_from or self.rename_to,
+                )
             old, new = self.rename_from, self.rename_to
         if old is None and self.git_line is not None:
             old = new = _git_line_name(self.git_line)
@@ -183,24 +197,26 @@ class _Section:
         patch = FilePatch(
             old_path=None if old == DEV_NULL else normalize_path(old),
             new_path=None if new == DEV_NULL else normalize_path(new),
-            hunks=self.hunks, rename=self.rename_from is not None,
+            hunks=self.hunks,
+            rename=self.rename_from is not None,
         )
         if not patch.hunks and patch.kind == "modify":
             if git:
                 return None  # a mode-only change: nothing to do in the workspace
-            raise PatchError("no hunks ('@@ -start,count +start,count @@') for this file",
-                             file=patch.path)
+            raise PatchError(
+                "no hunks ('@@ -start,count +start,count @@') for this file", file=patch.path
+            )
         return patch
 
 
 def _git_line_name(line: str) -> str:
     """`diff --git a/NAME b/NAME`: the name, when both sides agree (no ---/+++ to go by)."""
-    rest = line[len("diff --git "):].rstrip("\r")
+    rest = line[len("diff --git ") :].rstrip("\r")
     if rest.startswith('"'):
         end = rest.index('"', 1) + 1 if '"' in rest[1:] else len(rest)
         return _strip_prefix(_unquote(rest[:end]), "a/", True)
     half = (len(rest) - 1) // 2
-    left, right = rest[:half], rest[half + 1:]
+    left, right = rest[:half], rest[half + 1 :]
     if left.startswith("a/") and right.startswith("b/") and left[2:] == right[2:]:
         return left[2:]
     if left == right:  # git diff --no-prefix
@@ -240,23 +256,27 @@ def parse_patch(text: str) -> list[FilePatch]:
             i += 1  # prose, code fences, "Index:" lines: not part of any file section
     patches = [p for p in (s.finish() for s in sections) if p is not None]
     if not patches and not sections:
-        raise PatchError("no file changes found: expected a unified diff with '--- a/path' and "
-                         "'+++ b/path' lines followed by '@@' hunks")
+        raise PatchError(
+            "no file changes found: expected a unified diff with '--- a/path' and "
+            "'+++ b/path' lines followed by '@@' hunks"
+        )
     return patches
 
 
 def _git_header(clean: str, section: _Section) -> None:
     if clean.startswith("rename from "):
-        section.rename_from = _header_name(clean[len("rename from "):])
+        section.rename_from = _header_name(clean[len("rename from ") :])
     elif clean.startswith("rename to "):
-        section.rename_to = _header_name(clean[len("rename to "):])
+        section.rename_to = _header_name(clean[len("rename to ") :])
     elif clean.startswith("new file mode"):
         section.new_file = True
     elif clean.startswith("deleted file mode"):
         section.deleted_file = True
     elif clean.startswith(("copy from ", "copy to ")):
-        raise PatchError("'copy from/to' patches are not supported; create the file instead",
-                         file=clean.split(" ", 2)[-1])
+        raise PatchError(
+            "'copy from/to' patches are not supported; create the file instead",
+            file=clean.split(" ", 2)[-1],
+        )
     elif clean.startswith(("Binary files ", "GIT binary patch")):
         raise PatchError("binary patches are not supported")
     # index/mode/similarity lines and anything unknown are ignored, as git does
@@ -268,14 +288,22 @@ def _read_hunk(lines: list[str], start: int, section: _Section) -> int:
     name = _section_name(section)
     match = HUNK_HEADER.match(header)
     if not match:
-        raise PatchError("malformed hunk header; expected '@@ -start,count +start,count @@'",
-                         file=name, hunk_index=index, hunk_header=header)
+        raise PatchError(
+            "malformed hunk header; expected '@@ -start,count +start,count @@'",
+            file=name,
+            hunk_index=index,
+            hunk_header=header,
+        )
     old_start, new_start = int(match[1]), int(match[3])
     old_count = 1 if match[2] is None else int(match[2])
     new_count = 1 if match[4] is None else int(match[4])
     if (old_start == 0 and old_count) or (new_start == 0 and new_count):
-        raise PatchError("line numbers in a hunk header start at 1 (0 only with a count of 0)",
-                         file=name, hunk_index=index, hunk_header=header)
+        raise PatchError(
+            "line numbers in a hunk header start at 1 (0 only with a count of 0)",
+            file=name,
+            hunk_index=index,
+            hunk_header=header,
+        )
     hunk = Hunk(old_start, old_count, new_start, new_count, header[: header.index("@@", 2) + 2])
     old_left, new_left = old_count, new_count
     i = start + 1
@@ -340,22 +368,29 @@ def _body_tag(lines: list[str], i: int) -> Tag | None:
 def _is_trailing_blank(lines: list[str], i: int) -> bool:
     rest = lines[i:]
     return all(line.strip() == "" for line in rest) or (
-        rest[0].strip() == "" and _body_tag(lines, i + 1) is None)
+        rest[0].strip() == "" and _body_tag(lines, i + 1) is None
+    )
 
 
 def _mark_no_newline(hunk: Hunk, name: str | None, index: int) -> None:
     if not hunk.lines:
-        raise PatchError("'\\ No newline at end of file' before any hunk line", file=name,
-                         hunk_index=index, hunk_header=hunk.header)
+        raise PatchError(
+            "'\\ No newline at end of file' before any hunk line",
+            file=name,
+            hunk_index=index,
+            hunk_header=hunk.header,
+        )
     hunk.lines[-1].no_newline = True
 
 
-def _count_error(lines: list[str], start: int, hunk: Hunk, name: str | None,
-                 index: int) -> PatchError:
+def _count_error(
+    lines: list[str], start: int, hunk: Hunk, name: str | None, index: int
+) -> PatchError:
     old = new = 0
     i = start + 1
-    while (tag := _body_tag(lines, i)) is not None or (i < len(lines)
-                                                       and lines[i].startswith("\\")):
+    while (tag := _body_tag(lines, i)) is not None or (
+        i < len(lines) and lines[i].startswith("\\")
+    ):
         if _is_trailing_blank(lines, i):
             break
         if tag is not None:
@@ -366,5 +401,7 @@ def _count_error(lines: list[str], start: int, hunk: Hunk, name: str | None,
         f"hunk header counts do not match the body: the header says {hunk.old_count} old / "
         f"{hunk.new_count} new lines, the body has {old} old (' ' and '-') / {new} new "
         "(' ' and '+') lines; fix the counts in the @@ header",
-        file=name, hunk_index=index, hunk_header=hunk.header,
+        file=name,
+        hunk_index=index,
+        hunk_header=hunk.header,
     )

@@ -24,8 +24,19 @@ from pytest_agentbench.core.patch_parse import (
 )
 from pytest_agentbench.core.ports import Files
 
-__all__ = ["DEFAULT_MAX_OFFSET", "FilePatch", "Hunk", "HunkLine", "PatchError", "PatchOutcome",
-           "PatchPlan", "apply_patch", "normalize_path", "parse_patch", "plan_patch"]
+__all__ = [
+    "DEFAULT_MAX_OFFSET",
+    "FilePatch",
+    "Hunk",
+    "HunkLine",
+    "PatchError",
+    "PatchOutcome",
+    "PatchPlan",
+    "apply_patch",
+    "normalize_path",
+    "parse_patch",
+    "plan_patch",
+]
 
 DEFAULT_MAX_OFFSET = 20
 Line = tuple[str, str]  # (text, terminator: "\n", "\r\n" or "" for a last line without one)
@@ -50,8 +61,10 @@ class PatchOutcome:
         parts += [f"{p} (created)" for p in self.created]
         parts += [f"{p} (deleted)" for p in self.deleted]
         parts += [f"{a} -> {b} (renamed)" for a, b in self.renamed]
-        text = (f"Patch applied: {len(self.changed_files)} file(s) changed, "
-                f"+{self.lines_added} -{self.lines_removed} lines")
+        text = (
+            f"Patch applied: {len(self.changed_files)} file(s) changed, "
+            f"+{self.lines_added} -{self.lines_removed} lines"
+        )
         if parts:
             text += ": " + ", ".join(parts)
         for path, index, offset in self.offsets:
@@ -96,7 +109,9 @@ class PatchPlan:
 
 
 def apply_patch(
-    files: Files, text: str, check_path: Callable[[str], None] | None = None,
+    files: Files,
+    text: str,
+    check_path: Callable[[str], None] | None = None,
     max_offset: int = DEFAULT_MAX_OFFSET,
 ) -> PatchOutcome:
     """Parse, validate and apply `text`; nothing is written unless every file and hunk applies.
@@ -105,7 +120,9 @@ def apply_patch(
 
 
 def plan_patch(
-    files: Files, text: str, check_path: Callable[[str], None] | None = None,
+    files: Files,
+    text: str,
+    check_path: Callable[[str], None] | None = None,
     max_offset: int = DEFAULT_MAX_OFFSET,
 ) -> PatchPlan:
     patches = parse_patch(text)
@@ -143,8 +160,9 @@ class _Planner:
             except FileNotFoundError:
                 data = None
             except NotADirectoryError as exc:
-                raise PatchError("a parent of this path is a file, not a directory",
-                                 file=path) from exc
+                raise PatchError(
+                    "a parent of this path is a file, not a directory", file=path
+                ) from exc
             except IsADirectoryError as exc:
                 raise PatchError("is a directory, not a file", file=path) from exc
             self.state[path] = self.originals[path] = data
@@ -155,8 +173,9 @@ class _Planner:
         old = self._current(patch.old_path) if patch.old_path is not None else None
         new_existing = self._current(patch.new_path) if patch.new_path is not None else None
         if patch.old_path is not None and old is None:
-            raise PatchError("file not found; to create it, use '--- /dev/null'",
-                             file=patch.old_path)
+            raise PatchError(
+                "file not found; to create it, use '--- /dev/null'", file=patch.old_path
+            )
         if kind in ("create", "rename") and new_existing is not None:
             hint = "patch it with '--- a/path' instead" if kind == "create" else "remove it first"
             raise PatchError(f"file already exists; {hint}", file=patch.new_path)
@@ -170,8 +189,10 @@ class _Planner:
                 remaining = len(_split_lines(_decode(result)))
                 raise PatchError(
                     f"a delete patch must remove the whole file: {remaining} line(s) of it are "
-                    "not in the patch (or use remove_file)", file=patch.old_path,
-                    nearest_context=nearest_context(_split_lines(_decode(old or b"")), [], 0))
+                    "not in the patch (or use remove_file)",
+                    file=patch.old_path,
+                    nearest_context=nearest_context(_split_lines(_decode(old or b"")), [], 0),
+                )
             self.state[patch.old_path] = None
             self.outcome.deleted.append(patch.old_path)
             return
@@ -203,9 +224,13 @@ class _Planner:
             if pos is None:
                 raise PatchError(
                     describe_mismatch(lines, hunk, stated, cursor, self.max_offset),
-                    file=name, hunk_index=index, hunk_header=hunk.header,
+                    file=name,
+                    hunk_index=index,
+                    hunk_header=hunk.header,
                     nearest_context=nearest_context(
-                        lines, [hl.text for hl in hunk.old_lines], stated))
+                        lines, [hl.text for hl in hunk.old_lines], stated
+                    ),
+                )
             carried = pos - stated
             if carried:
                 self.outcome.offsets.append((name, index, carried))
@@ -219,8 +244,11 @@ class _Planner:
                     cursor += 1
                     self.outcome.lines_removed += 1
                 else:
-                    eol = "" if hl.no_newline else (
-                        ("\r\n" if hl.crlf else "\n") if literal_eols else default_eol)
+                    eol = (
+                        ""
+                        if hl.no_newline
+                        else (("\r\n" if hl.crlf else "\n") if literal_eols else default_eol)
+                    )
                     out.append((hl.text, eol))
                     self.outcome.lines_added += 1
         out.extend(lines[cursor:])

@@ -40,9 +40,12 @@ class ExecResult:
     def summary(self) -> dict[str, Any]:
         """The record-friendly view: everything but the text."""
         return {
-            "exit_code": self.exit_code, "duration_ms": self.duration_ms,
-            "timed_out": self.timed_out, "oom_killed": self.oom_killed,
-            "stdout_truncated": self.stdout_truncated, "stderr_truncated": self.stderr_truncated,
+            "exit_code": self.exit_code,
+            "duration_ms": self.duration_ms,
+            "timed_out": self.timed_out,
+            "oom_killed": self.oom_killed,
+            "stdout_truncated": self.stdout_truncated,
+            "stderr_truncated": self.stderr_truncated,
             "stdout_total_lines": self.stdout_total_lines,
             "stderr_total_lines": self.stderr_total_lines,
         }
@@ -55,6 +58,7 @@ class SandboxSpec:
     image: str
     workspace: Path  # host directory mounted at `workdir`
     env_dir: Path  # host directory mounted at /env (setup installs land here)
+    env_read_only: bool = False  # after setup, /env must not be writable (no agent poisoning)
     workdir: str = "/workspace"
     network: bool = False
     cpu_limit: float = 2.0
@@ -90,8 +94,13 @@ class Sandbox(Protocol):
     files: Files
 
     def exec(
-        self, command: str, *, timeout_sec: float, env: Mapping[str, str] | None = None,
+        self,
+        command: str,
+        *,
+        timeout_sec: float,
+        env: Mapping[str, str] | None = None,
         cwd: str | None = None,
+        full_output: bool = False,  # no truncation (diffs); still capped at FULL_CAPTURE_CAP
     ) -> ExecResult: ...
 
     def facts(self) -> dict[str, Any]:

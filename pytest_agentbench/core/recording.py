@@ -14,7 +14,7 @@ from typing import Any
 
 from pytest_agentbench.core.agent_api import AgentOutcome
 from pytest_agentbench.core.events import EventSink, utc_now
-from pytest_agentbench.core.gitops import diff_trees, snapshot_tree
+from pytest_agentbench.core.gitops import SnapshotError, diff_trees, snapshot_tree
 from pytest_agentbench.core.globs import matches_any
 from pytest_agentbench.core.ports import Sandbox
 from pytest_agentbench.core.rundir import AttemptPaths
@@ -45,6 +45,7 @@ class RecordingToolbox:
         self.last_tree = self.base_tree
         self.diff_steps = 0
         self.changed_files: list[str] = []
+        self.final_patch = ""
         self.lines_changed = 0
 
     def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
@@ -76,10 +77,14 @@ class RecordingToolbox:
         return result
 
     def _snapshot_step(self) -> None:
-        tree = snapshot_tree(self.sandbox)
-        if tree == self.last_tree:
+        try:
+            tree = snapshot_tree(self.sandbox)
+            if tree == self.last_tree:
+                return
+            diff = diff_trees(self.sandbox, self.last_tree, tree)
+        except SnapshotError as exc:  # the agent's doing; the final diff decides its fate
+            self.events.emit("note", kind="snapshot_failed", message=str(exc)[:300])
             return
-        diff = diff_trees(self.sandbox, self.last_tree, tree)
         self.last_tree = tree
         self.diff_steps += 1
         path = self.paths.root / "diffs" / f"step_{self.step:04d}.patch"
@@ -95,6 +100,7 @@ class RecordingToolbox:
     def final_diff(self) -> tuple[list[str], int, str]:
         diff = diff_trees(self.sandbox, self.base_tree, snapshot_tree(self.sandbox))
         (self.paths.root / "diffs" / "final.patch").write_text(self.redact(diff.patch), "utf-8")
+        self.final_patch = diff.patch  # unredacted: this is what gets applied for scoring
         return diff.files, diff.lines_changed, diff.patch
 
     def final_diff_violation(self) -> str | None:

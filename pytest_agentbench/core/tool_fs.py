@@ -35,7 +35,7 @@ def glob_filter(path: str, root: str, glob: str | None) -> bool:
         return True
     if "/" not in glob.strip("/"):
         return matches_any(PurePosixPath(path).name, [glob.strip("/")])
-    relative = path[len(root) + 1:] if root != "." and path.startswith(root + "/") else path
+    relative = path[len(root) + 1 :] if root != "." and path.startswith(root + "/") else path
     return matches_any(relative, [glob]) or matches_any(path, [glob])
 
 
@@ -62,17 +62,24 @@ def list_files(files: Files, policy: ToolPolicy, root: str, glob: str | None) ->
     shown = found[: policy.max_list_files]
     text = "\n".join(shown)
     if len(found) > len(shown):
-        text += (f"\n[showing the first {len(shown)} of {len(found)} files; narrow the listing "
-                 "with root= or glob=]")
+        text += (
+            f"\n[showing the first {len(shown)} of {len(found)} files; narrow the listing "
+            "with root= or glob=]"
+        )
     elif not found:
         text = "(no files)"
-    return ToolResult(ok=True, stdout=text, stdout_truncated=len(found) > len(shown),
-                      stdout_n_lines=len(found),
-                      data={"files": shown, "count": len(found)})
+    return ToolResult(
+        ok=True,
+        stdout=text,
+        stdout_truncated=len(found) > len(shown),
+        stdout_n_lines=len(found),
+        data={"files": shown, "count": len(found)},
+    )
 
 
-def read_file(files: Files, policy: ToolPolicy, path: str, start_line: int | None,
-              end_line: int | None) -> ToolResult:
+def read_file(
+    files: Files, policy: ToolPolicy, path: str, start_line: int | None, end_line: int | None
+) -> ToolResult:
     path = normalize_path(path)
     try:
         data = files.read_bytes(path, max_bytes=READ_HARD_LIMIT + 1)
@@ -81,12 +88,17 @@ def read_file(files: Files, policy: ToolPolicy, path: str, start_line: int | Non
     except IsADirectoryError:
         raise IsADirectoryError(f"{path} is a directory; use list_files") from None
     if len(data) > READ_HARD_LIMIT:
-        return ToolResult.error(ErrorType.LIMIT_EXCEEDED, f"{path} is larger than "
-                                f"{READ_HARD_LIMIT // (1024 * 1024)} MiB; use run with head, "
-                                "tail or sed -n to look at parts of it")
+        return ToolResult.error(
+            ErrorType.LIMIT_EXCEEDED,
+            f"{path} is larger than "
+            f"{READ_HARD_LIMIT // (1024 * 1024)} MiB; use run with head, "
+            "tail or sed -n to look at parts of it",
+        )
     if is_binary(data):
-        return ToolResult.error(ErrorType.INVALID_ARGUMENTS, f"{path} is a binary file "
-                                f"({len(data)} bytes); read_file only shows text files")
+        return ToolResult.error(
+            ErrorType.INVALID_ARGUMENTS,
+            f"{path} is a binary file ({len(data)} bytes); read_file only shows text files",
+        )
     text = data.decode("utf-8", errors="replace")
     lines = text.split("\n")
     if lines[-1] == "":
@@ -95,14 +107,18 @@ def read_file(files: Files, policy: ToolPolicy, path: str, start_line: int | Non
     start = start_line or 1
     end = min(end_line or total, total)
     if end_line is not None and start > end_line:
-        return ToolResult.error(ErrorType.INVALID_ARGUMENTS,
-                                f"start_line ({start}) is after end_line ({end_line})")
+        return ToolResult.error(
+            ErrorType.INVALID_ARGUMENTS, f"start_line ({start}) is after end_line ({end_line})"
+        )
     info = {"path": path, "line_endings": "crlf" if "\r\n" in text else "lf"}
     if total == 0:
         return ToolResult(ok=True, total_lines=0, data=info)
     if start > total:
-        return ToolResult.error(ErrorType.INVALID_ARGUMENTS, f"start_line {start} is past the "
-                                f"end of {path} ({total} lines)", total_lines=total)
+        return ToolResult.error(
+            ErrorType.INVALID_ARGUMENTS,
+            f"start_line {start} is past the end of {path} ({total} lines)",
+            total_lines=total,
+        )
     end_cap = min(end, start + policy.max_read_lines - 1)
     out: list[str] = []
     size = 0
@@ -118,19 +134,35 @@ def read_file(files: Files, policy: ToolPolicy, path: str, start_line: int | Non
         out.append(line)
         size += encoded
     last = start + len(out) - 1
-    return ToolResult(ok=True, stdout="".join(out), stdout_truncated=cut, stdout_n_lines=len(out),
-                      total_lines=total, returned_line_range=(start, last), data=info)
+    return ToolResult(
+        ok=True,
+        stdout="".join(out),
+        stdout_truncated=cut,
+        stdout_n_lines=len(out),
+        total_lines=total,
+        returned_line_range=(start, last),
+        data=info,
+    )
 
 
-def search(files: Files, policy: ToolPolicy, query: str, glob: str | None, max_results: int,
-           regex: bool, deadline: float) -> ToolResult:
+def search(
+    files: Files,
+    policy: ToolPolicy,
+    query: str,
+    glob: str | None,
+    max_results: int,
+    regex: bool,
+    deadline: float,
+) -> ToolResult:
     if not query:
         return ToolResult.error(ErrorType.INVALID_ARGUMENTS, "query must not be empty")
     try:
         pattern = re.compile(query if regex else re.escape(query))
     except re.error as exc:
-        return ToolResult.error(ErrorType.INVALID_ARGUMENTS, f"invalid regex {query!r}: {exc}; "
-                                "pass regex=false to search for the literal text")
+        return ToolResult.error(
+            ErrorType.INVALID_ARGUMENTS,
+            f"invalid regex {query!r}: {exc}; pass regex=false to search for the literal text",
+        )
     limit = min(max_results, policy.max_search_results)
     matches: list[dict[str, object]] = []
     scanned = skipped = 0
@@ -149,8 +181,13 @@ def search(files: Files, policy: ToolPolicy, query: str, glob: str | None, max_r
                 if len(matches) >= limit:
                     more = True
                     break
-                matches.append({"path": path, "line": number,
-                                "text": line.removesuffix("\r")[:SEARCH_LINE_CHARS]})
+                matches.append(
+                    {
+                        "path": path,
+                        "line": number,
+                        "text": line.removesuffix("\r")[:SEARCH_LINE_CHARS],
+                    }
+                )
         if more:
             break
     text = "\n".join(f"{m['path']}:{m['line']}:{m['text']}" for m in matches)
@@ -161,11 +198,18 @@ def search(files: Files, policy: ToolPolicy, query: str, glob: str | None, max_r
     if stopped:
         notes.append("[search stopped at the time limit; narrow it with glob=]")
     body = capped.text if matches else f"No matches for {query!r}."
-    return ToolResult(ok=True, stdout="\n".join([body, *notes]),
-                      stdout_truncated=more or stopped or capped.truncated,
-                      stdout_n_lines=count_lines(text),
-                      data={"matches": matches, "files_scanned": scanned,
-                            "files_skipped": skipped, "truncated": more or stopped})
+    return ToolResult(
+        ok=True,
+        stdout="\n".join([body, *notes]),
+        stdout_truncated=more or stopped or capped.truncated,
+        stdout_n_lines=count_lines(text),
+        data={
+            "matches": matches,
+            "files_scanned": scanned,
+            "files_skipped": skipped,
+            "truncated": more or stopped,
+        },
+    )
 
 
 def _searchable(files: Files, path: str) -> bytes | None:

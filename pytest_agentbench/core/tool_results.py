@@ -47,12 +47,14 @@ class ToolPolicy:
     max_search_results: int = 100
     max_list_files: int = 1000
     patch_max_offset: int = 20  # lines a hunk may sit away from its header's line
-    forbidden_patterns: list[re.Pattern[str]] = field(init=False, repr=False, compare=False,
-                                                      default_factory=list)
+    forbidden_patterns: list[re.Pattern[str]] = field(
+        init=False, repr=False, compare=False, default_factory=list
+    )
 
     def __post_init__(self) -> None:
         self.readonly_globs = list(self.readonly_globs) + [
-            g for g in ALWAYS_READONLY if g not in self.readonly_globs]
+            g for g in ALWAYS_READONLY if g not in self.readonly_globs
+        ]
         self.forbidden_patterns = [re.compile(p) for p in self.forbidden_commands]
 
     def forbidden_match(self, command: str) -> str | None:
@@ -127,6 +129,9 @@ class ToolResult:
         head = f"[{path}: lines {start}-{end} of {self.total_lines}]"
         tail = ""
         if self.stdout_truncated:
-            tail = (f"\n[truncated at the read limit; continue with start_line={end + 1}]"
-                    if end < (self.total_lines or 0) else "\n[truncated at the read limit]")
+            tail = (
+                f"\n[truncated at the read limit; continue with start_line={end + 1}]"
+                if end < (self.total_lines or 0)
+                else "\n[truncated at the read limit]"
+            )
         return f"{head}\n{self.stdout}{tail}"

@@ -11,65 +11,122 @@ from typing import Any
 _PATH = {"type": "string", "description": "Path relative to the workspace root."}
 
 
-def _tool(name: str, description: str, properties: dict[str, Any],
-          required: list[str]) -> dict[str, Any]:
-    return {"type": "function", "function": {
-        "name": name, "description": description,
-        "parameters": {"type": "object", "properties": properties, "required": required,
-                       "additionalProperties": False},
-    }}
+def _tool(
+    name: str, description: str, properties: dict[str, Any], required: list[str]
+) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": False,
+            },
+        },
+    }
 
 
 TOOL_SCHEMAS: list[dict[str, Any]] = [
-    _tool("list_files", "List files in the workspace (recursively, sorted; .git is skipped).", {
-        "root": {"type": "string", "description": "Directory to list, relative to the workspace "
-                 "root. Default '.'."},
-        "glob": {"type": ["string", "null"], "description": "Filter such as '*.py' (matches file "
-                 "names at any depth) or 'src/**/test_*.py' (matches paths)."},
-    }, []),
-    _tool("read_file", "Read a text file, or a range of its lines (1-based, inclusive). Long "
-          "files are cut at a line/byte limit; the result says which lines were returned.", {
-        "path": _PATH,
-        "start_line": {"type": ["integer", "null"], "minimum": 1},
-        "end_line": {"type": ["integer", "null"], "minimum": 1},
-    }, ["path"]),
-    _tool("search", "Search text files for a string (or a Python regex). Returns "
-          "'path:line:text' lines.", {
-        "query": {"type": "string"},
-        "glob": {"type": ["string", "null"], "description": "Only search matching files, "
-                 "e.g. '*.py'."},
-        "max_results": {"type": "integer", "minimum": 1},
-        "regex": {"type": "boolean", "description": "Treat query as a regular expression."},
-    }, ["query"]),
-    _tool("apply_patch", "Apply a unified diff (as produced by `git diff`). Paths are relative "
-          "to the workspace root, with optional a/ and b/ prefixes. Every @@ header must state the "
-          "correct line counts, and context and removed lines must match the file exactly, "
-          "including whitespace. Create a file with '--- /dev/null'; delete one with "
-          "'+++ /dev/null' and all its lines removed; rename with 'diff --git' plus 'rename from' "
-          "and 'rename to' lines. All or nothing: if any hunk fails, no file is changed, and the "
-          "error shows the nearest matching lines of the file.", {
-        "unified_diff": {"type": "string"},
-    }, ["unified_diff"]),
-    _tool("run", "Run a shell command in the workspace (no network). Returns exit code, stdout "
-          "and stderr (long output keeps its head and tail).", {
-        "command": {"type": "string"},
-        "timeout_sec": {"type": ["number", "null"], "exclusiveMinimum": 0,
-                        "description": "Seconds before the command is killed (capped by the "
-                        "harness)."},
-        "env": {"type": ["object", "null"], "additionalProperties": {"type": "string"},
-                "description": "Extra environment variables."},
-    }, ["command"]),
-    _tool("write_file", "Create or overwrite a whole file with the given content.", {
-        "path": _PATH, "content": {"type": "string"},
-    }, ["path", "content"]),
+    _tool(
+        "list_files",
+        "List files in the workspace (recursively, sorted; .git is skipped).",
+        {
+            "root": {
+                "type": "string",
+                "description": "Directory to list, relative to the workspace root. Default '.'.",
+            },
+            "glob": {
+                "type": ["string", "null"],
+                "description": "Filter such as '*.py' (matches file "
+                "names at any depth) or 'src/**/test_*.py' (matches paths).",
+            },
+        },
+        [],
+    ),
+    _tool(
+        "read_file",
+        "Read a text file, or a range of its lines (1-based, inclusive). Long "
+        "files are cut at a line/byte limit; the result says which lines were returned.",
+        {
+            "path": _PATH,
+            "start_line": {"type": ["integer", "null"], "minimum": 1},
+            "end_line": {"type": ["integer", "null"], "minimum": 1},
+        },
+        ["path"],
+    ),
+    _tool(
+        "search",
+        "Search text files for a string (or a Python regex). Returns 'path:line:text' lines.",
+        {
+            "query": {"type": "string"},
+            "glob": {
+                "type": ["string", "null"],
+                "description": "Only search matching files, e.g. '*.py'.",
+            },
+            "max_results": {"type": "integer", "minimum": 1},
+            "regex": {"type": "boolean", "description": "Treat query as a regular expression."},
+        },
+        ["query"],
+    ),
+    _tool(
+        "apply_patch",
+        "Apply a unified diff (as produced by `git diff`). Paths are relative "
+        "to the workspace root, with optional a/ and b/ prefixes. Every @@ header must state the "
+        "correct line counts, and context and removed lines must match the file exactly, "
+        "including whitespace. Create a file with '--- /dev/null'; delete one with "
+        "'+++ /dev/null' and all its lines removed; rename with 'diff --git' plus 'rename from' "
+        "and 'rename to' lines. All or nothing: if any hunk fails, no file is changed, and the "
+        "error shows the nearest matching lines of the file.",
+        {
+            "unified_diff": {"type": "string"},
+        },
+        ["unified_diff"],
+    ),
+    _tool(
+        "run",
+        "Run a shell command in the workspace (no network). Returns exit code, stdout "
+        "and stderr (long output keeps its head and tail).",
+        {
+            "command": {"type": "string"},
+            "timeout_sec": {
+                "type": ["number", "null"],
+                "exclusiveMinimum": 0,
+                "description": "Seconds before the command is killed (capped by the harness).",
+            },
+            "env": {
+                "type": ["object", "null"],
+                "additionalProperties": {"type": "string"},
+                "description": "Extra environment variables.",
+            },
+        },
+        ["command"],
+    ),
+    _tool(
+        "write_file",
+        "Create or overwrite a whole file with the given content.",
+        {
+            "path": _PATH,
+            "content": {"type": "string"},
+        },
+        ["path", "content"],
+    ),
     _tool("remove_file", "Delete a file.", {"path": _PATH}, ["path"]),
-    _tool("finish", "Stop working: call this when the task is done (or cannot be done).", {
-        "summary": {"type": "string", "description": "What was changed and why."},
-    }, ["summary"]),
+    _tool(
+        "finish",
+        "Stop working: call this when the task is done (or cannot be done).",
+        {
+            "summary": {"type": "string", "description": "What was changed and why."},
+        },
+        ["summary"],
+    ),
 ]
 
 SCHEMAS_BY_NAME: dict[str, dict[str, Any]] = {
-    s["function"]["name"]: s["function"]["parameters"] for s in TOOL_SCHEMAS}
+    s["function"]["name"]: s["function"]["parameters"] for s in TOOL_SCHEMAS
+}
 WRITE_TOOLS = frozenset({"write_file", "remove_file"})
 
 
@@ -87,8 +144,10 @@ def check_arguments(tool: str, arguments: Any) -> dict[str, Any]:
     props: dict[str, Any] = schema["properties"]
     unknown = sorted(set(arguments) - set(props))
     if unknown:
-        raise ArgumentError(f"unknown argument(s) {', '.join(unknown)}; {tool} takes "
-                            f"{', '.join(props) or 'no arguments'}")
+        raise ArgumentError(
+            f"unknown argument(s) {', '.join(unknown)}; {tool} takes "
+            f"{', '.join(props) or 'no arguments'}"
+        )
     missing = [k for k in schema["required"] if arguments.get(k) is None]
     if missing:
         raise ArgumentError(f"missing required argument(s): {', '.join(missing)}")

@@ -41,8 +41,12 @@ class _Refused(Exception):
 
 
 class Toolbox:
-    def __init__(self, sandbox: Sandbox, policy: ToolPolicy | None = None,
-                 on_event: EventCallback | None = None) -> None:
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        policy: ToolPolicy | None = None,
+        on_event: EventCallback | None = None,
+    ) -> None:
         self.sandbox = sandbox
         self.files = sandbox.files
         self.policy = policy or ToolPolicy()
@@ -51,58 +55,91 @@ class Toolbox:
         self.changed_files: set[str] = set()
         self.lines_changed = 0
         self._handlers: dict[str, Callable[..., ToolResult]] = {
-            "list_files": self._list_files, "read_file": self._read_file,
-            "search": self._search, "apply_patch": self._apply_patch, "run": self._run,
-            "write_file": self._write_file, "remove_file": self._remove_file,
+            "list_files": self._list_files,
+            "read_file": self._read_file,
+            "search": self._search,
+            "apply_patch": self._apply_patch,
+            "run": self._run,
+            "write_file": self._write_file,
+            "remove_file": self._remove_file,
             "finish": self._finish,
         }
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         """The schemas to offer the model (write_file/remove_file only when writes are allowed)."""
-        return [s for s in TOOL_SCHEMAS if self.policy.allow_file_write
-                or s["function"]["name"] not in WRITE_TOOLS]
+        return [
+            s
+            for s in TOOL_SCHEMAS
+            if self.policy.allow_file_write or s["function"]["name"] not in WRITE_TOOLS
+        ]
 
     # -- the entry point ----------------------------------------------------------------------
     def call(self, name: str, arguments: Mapping[str, Any] | Any) -> ToolResult:
         self.step += 1
         step = self.step
         tool = name if isinstance(name, str) else repr(name)
-        self._emit("tool_call_started", {"tool": tool, "step": step,
-                                         "inputs_sha256": _sha256({"tool": tool,
-                                                                   "arguments": arguments})})
+        self._emit(
+            "tool_call_started",
+            {
+                "tool": tool,
+                "step": step,
+                "inputs_sha256": _sha256({"tool": tool, "arguments": arguments}),
+            },
+        )
         started = time.monotonic()
         try:
             result = self._dispatch(tool, arguments)
         except BaseException:  # SandboxError (or a harness bug): close the span, then propagate
-            self._emit("tool_call_finished", {
-                "tool": tool, "step": step, "ok": False, "error_type": "SANDBOX_ERROR",
-                "duration_ms": int((time.monotonic() - started) * 1000), "outputs_sha256": "",
-                "stdout_truncated": False, "stderr_truncated": False, "changed_files": []})
+            self._emit(
+                "tool_call_finished",
+                {
+                    "tool": tool,
+                    "step": step,
+                    "ok": False,
+                    "error_type": "SANDBOX_ERROR",
+                    "duration_ms": int((time.monotonic() - started) * 1000),
+                    "outputs_sha256": "",
+                    "stdout_truncated": False,
+                    "stderr_truncated": False,
+                    "changed_files": [],
+                },
+            )
             raise
         duration_ms = int((time.monotonic() - started) * 1000)
         result.tool = tool
         result.duration_ms = duration_ms
-        self._emit("tool_call_finished", {
-            "tool": tool, "step": step, "ok": result.ok, "error_type": result.error_type,
-            "duration_ms": duration_ms, "outputs_sha256": _sha256(_outputs(result)),
-            "stdout_truncated": result.stdout_truncated,
-            "stderr_truncated": result.stderr_truncated,
-            "changed_files": list(result.changed_files)})
+        self._emit(
+            "tool_call_finished",
+            {
+                "tool": tool,
+                "step": step,
+                "ok": result.ok,
+                "error_type": result.error_type,
+                "duration_ms": duration_ms,
+                "outputs_sha256": _sha256(_outputs(result)),
+                "stdout_truncated": result.stdout_truncated,
+                "stderr_truncated": result.stderr_truncated,
+                "changed_files": list(result.changed_files),
+            },
+        )
         return result
 
     def _dispatch(self, tool: str, arguments: Any) -> ToolResult:
         if tool not in self._handlers:
             names = [s["function"]["name"] for s in self.tool_schemas()]
-            return ToolResult.error(ErrorType.UNKNOWN_TOOL, f"unknown tool {tool!r}; available: "
-                                    f"{', '.join(names)}")
+            return ToolResult.error(
+                ErrorType.UNKNOWN_TOOL, f"unknown tool {tool!r}; available: {', '.join(names)}"
+            )
         try:
             args = check_arguments(tool, arguments)
             return self._handlers[tool](**args)
         except ArgumentError as exc:
             return ToolResult.error(ErrorType.INVALID_ARGUMENTS, f"{tool}: {exc}")
         except _WriteDisabled:
-            return ToolResult.error(ErrorType.WRITE_DISABLED, f"{tool} is disabled for this "
-                                    "agent; make changes with apply_patch")
+            return ToolResult.error(
+                ErrorType.WRITE_DISABLED,
+                f"{tool} is disabled for this agent; make changes with apply_patch",
+            )
         except _Refused as exc:
             self._emit("edit_refused", {"path": exc.path, "rule": exc.rule})
             return ToolResult.error(exc.error_type, str(exc))
@@ -125,32 +162,39 @@ class Toolbox:
     def _list_files(self, root: str = ".", glob: str | None = None) -> ToolResult:
         return tool_fs.list_files(self.files, self.policy, root, glob)
 
-    def _read_file(self, path: str, start_line: int | None = None,
-                   end_line: int | None = None) -> ToolResult:
+    def _read_file(
+        self, path: str, start_line: int | None = None, end_line: int | None = None
+    ) -> ToolResult:
         return tool_fs.read_file(self.files, self.policy, path, start_line, end_line)
 
-    def _search(self, query: str, glob: str | None = None, max_results: int = 50,
-                regex: bool = False) -> ToolResult:
+    def _search(
+        self, query: str, glob: str | None = None, max_results: int = 50, regex: bool = False
+    ) -> ToolResult:
         deadline = time.monotonic() + self.policy.tool_timeout_sec
         return tool_fs.search(self.files, self.policy, query, glob, max_results, regex, deadline)
 
     # -- run ------------------------------------------------------------------------------------
     # `ok` means the command ran to completion (error_type is None); its verdict is `exit_code`.
-    def _run(self, command: str, timeout_sec: float | None = None,
-             env: dict[str, str] | None = None) -> ToolResult:
+    def _run(
+        self, command: str, timeout_sec: float | None = None, env: dict[str, str] | None = None
+    ) -> ToolResult:
         if not command.strip():
             return ToolResult.error(ErrorType.INVALID_ARGUMENTS, "command must not be empty")
         pattern = self.policy.forbidden_match(command)
         if pattern is not None:
-            return ToolResult.error(ErrorType.FORBIDDEN_COMMAND, "command refused: it matches "
-                                    f"the forbidden pattern {pattern!r}")
+            return ToolResult.error(
+                ErrorType.FORBIDDEN_COMMAND,
+                f"command refused: it matches the forbidden pattern {pattern!r}",
+            )
         limit = self.policy.tool_timeout_sec
         timeout = min(timeout_sec, limit) if timeout_sec else limit
         res = self.sandbox.exec(command, timeout_sec=timeout, env=env)
         out = truncate(res.stdout, max_bytes=self.policy.max_output_bytes)
         err = truncate(res.stderr, max_bytes=self.policy.max_output_bytes)
         result = ToolResult(
-            ok=not res.timed_out, stdout=out.text, stderr=err.text,
+            ok=not res.timed_out,
+            stdout=out.text,
+            stderr=err.text,
             exit_code=res.exit_code,
             stdout_truncated=out.truncated or res.stdout_truncated,
             stderr_truncated=err.truncated or res.stderr_truncated,
@@ -167,24 +211,34 @@ class Toolbox:
     def _apply_patch(self, unified_diff: str) -> ToolResult:
         size = len(unified_diff.encode())
         if size > self.policy.max_patch_bytes:
-            return ToolResult.error(ErrorType.PATCH_TOO_LARGE, f"patch is {size} bytes; the "
-                                    f"limit is {self.policy.max_patch_bytes}; split it into "
-                                    "smaller patches")
-        plan = plan_patch(self.files, unified_diff, self._check_edit,
-                          max_offset=self.policy.patch_max_offset)
+            return ToolResult.error(
+                ErrorType.PATCH_TOO_LARGE,
+                f"patch is {size} bytes; the "
+                f"limit is {self.policy.max_patch_bytes}; split it into "
+                "smaller patches",
+            )
+        plan = plan_patch(
+            self.files, unified_diff, self._check_edit, max_offset=self.policy.patch_max_offset
+        )
         outcome = plan.outcome
         self._check_limits(set(outcome.changed_files), outcome.lines_added + outcome.lines_removed)
         plan.commit(self.files)
         self._record(outcome.changed_files, outcome.lines_added + outcome.lines_removed)
-        return ToolResult(ok=True, stdout=outcome.summary(),
-                          changed_files=list(outcome.changed_files), data=outcome.to_dict())
+        return ToolResult(
+            ok=True,
+            stdout=outcome.summary(),
+            changed_files=list(outcome.changed_files),
+            data=outcome.to_dict(),
+        )
 
     def _write_file(self, path: str, content: str) -> ToolResult:
         path = self._writable(path)
         data = content.encode("utf-8", "surrogateescape")
         if len(data) > self.policy.max_patch_bytes:
-            return ToolResult.error(ErrorType.LIMIT_EXCEEDED, f"content is {len(data)} bytes; "
-                                    f"the limit is {self.policy.max_patch_bytes}")
+            return ToolResult.error(
+                ErrorType.LIMIT_EXCEEDED,
+                f"content is {len(data)} bytes; the limit is {self.policy.max_patch_bytes}",
+            )
         old = self._read_or_none(path)
         if old == data:
             return ToolResult(ok=True, stdout=f"{path} unchanged (same content)")
@@ -193,8 +247,12 @@ class Toolbox:
         self.files.write_bytes(path, data)
         self._record([path], lines)
         verb = "created" if old is None else "overwrote"
-        return ToolResult(ok=True, stdout=f"{verb} {path} ({len(data)} bytes)",
-                          changed_files=[path], data={"path": path, "created": old is None})
+        return ToolResult(
+            ok=True,
+            stdout=f"{verb} {path} ({len(data)} bytes)",
+            changed_files=[path],
+            data={"path": path, "created": old is None},
+        )
 
     def _remove_file(self, path: str) -> ToolResult:
         path = self._writable(path)
@@ -210,8 +268,9 @@ class Toolbox:
         self._check_limits({path}, lines)
         self.files.remove(path)
         self._record([path], lines)
-        return ToolResult(ok=True, stdout=f"removed {path}", changed_files=[path],
-                          data={"path": path})
+        return ToolResult(
+            ok=True, stdout=f"removed {path}", changed_files=[path], data={"path": path}
+        )
 
     def _finish(self, summary: str) -> ToolResult:
         return ToolResult(ok=True, stdout="finished", data={"finish": True, "summary": summary})
@@ -227,27 +286,42 @@ class Toolbox:
     def _check_edit(self, path: str) -> None:
         editable = self.policy.editable_globs
         if editable is not None and not matches_any(path, editable):
-            raise _Refused(ErrorType.EDIT_NOT_ALLOWED, path, "editable_globs",
-                           f"{path} may not be edited: only paths matching "
-                           f"{', '.join(editable) or '(nothing)'} are editable in this task")
+            raise _Refused(
+                ErrorType.EDIT_NOT_ALLOWED,
+                path,
+                "editable_globs",
+                f"{path} may not be edited: only paths matching "
+                f"{', '.join(editable) or '(nothing)'} are editable in this task",
+            )
         if matches_any(path, self.policy.readonly_globs):
-            raise _Refused(ErrorType.EDIT_NOT_ALLOWED, path, "readonly_globs",
-                           f"{path} is read-only in this task")
+            raise _Refused(
+                ErrorType.EDIT_NOT_ALLOWED,
+                path,
+                "readonly_globs",
+                f"{path} is read-only in this task",
+            )
 
     def _check_limits(self, paths: set[str], lines: int) -> None:
         most_files = self.policy.max_changed_files
         new = sorted(paths - self.changed_files)
         if most_files is not None and new and len(self.changed_files) + len(new) > most_files:
-            raise _Refused(ErrorType.LIMIT_EXCEEDED, new[0], "max_changed_files",
-                           f"this edit would change {len(self.changed_files) + len(new)} files "
-                           f"in all; the task allows at most {most_files}; nothing was changed")
+            raise _Refused(
+                ErrorType.LIMIT_EXCEEDED,
+                new[0],
+                "max_changed_files",
+                f"this edit would change {len(self.changed_files) + len(new)} files "
+                f"in all; the task allows at most {most_files}; nothing was changed",
+            )
         most_lines = self.policy.max_lines_changed
         if most_lines is not None and self.lines_changed + lines > most_lines:
-            raise _Refused(ErrorType.LIMIT_EXCEEDED, sorted(paths)[0] if paths else "",
-                           "max_lines_changed",
-                           f"this edit would bring the lines changed to "
-                           f"{self.lines_changed + lines}; the task allows at most {most_lines}; "
-                           "nothing was changed")
+            raise _Refused(
+                ErrorType.LIMIT_EXCEEDED,
+                sorted(paths)[0] if paths else "",
+                "max_lines_changed",
+                f"this edit would bring the lines changed to "
+                f"{self.lines_changed + lines}; the task allows at most {most_lines}; "
+                "nothing was changed",
+            )
 
     def _record(self, paths: list[str], lines: int) -> None:
         self.changed_files.update(paths)
@@ -290,7 +364,10 @@ def _os_message(exc: OSError) -> str:
         return f"{exc.filename}: {exc.strerror}"
     text = str(exc)
     if " " not in text:  # a bare path from the Files layer
-        kind = {FileNotFoundError: "no such file or directory",
-                IsADirectoryError: "is a directory", NotADirectoryError: "not a directory"}
+        kind = {
+            FileNotFoundError: "no such file or directory",
+            IsADirectoryError: "is a directory",
+            NotADirectoryError: "not a directory",
+        }
         text = f"{text}: {kind.get(type(exc), type(exc).__name__)}"
     return text

@@ -19,9 +19,9 @@ from typing import Any
 
 from pytest_agentbench.core import baseline as baseline_mod
 from pytest_agentbench.core.agent_api import Agent, AgentContext, AgentError, AgentOutcome
-from pytest_agentbench.core.envcache import EnvCache, cache_key
+from pytest_agentbench.core.envcache import EnvCache, cache_key, copy_tree
 from pytest_agentbench.core.events import EventSink, utc_now
-from pytest_agentbench.core.gitops import dirty_tracked_files
+from pytest_agentbench.core.gitops import APPLY_PATCH, SnapshotError, dirty_tracked_files
 from pytest_agentbench.core.phases import PhaseTimer
 from pytest_agentbench.core.ports import (
     ExecResult,
@@ -115,6 +115,7 @@ class Trial:
         self.workspace = cfg.work_root / self.attempt_id.replace(":", "_")
         self.deadline = 0.0
         self.env_dir = self.workspace / "env"
+        self.agent_overran = False
 
     # -- the pipeline ---------------------------------------------------------------------------
     def run(self) -> AttemptRecord:
@@ -203,35 +204,43 @@ class Trial:
             "checkout_sec": round(checkout.seconds, 3),
         }
 
-    def _sandbox_spec(self, network: bool) -> SandboxSpec:
+    def _sandbox_spec(self, network: bool, phase: str) -> SandboxSpec:
+        """setup: /env writable, pip cache, CA bundle if networked. agent and score: /env
+        read-only and no shared cache, so nothing the agent does outlives its own sandbox."""
         env = self.spec.environment
+        setup = phase == "setup"
         return SandboxSpec(
             image=self.cfg.image,
-            workspace=self.workspace / "repo",
-            env_dir=self.workspace / "env",
+            workspace=self.workspace / ("pristine" if phase == "score" else "repo"),
+            env_dir=self.env_dir,
+            env_read_only=not setup,
             workdir=env.workdir,
             network=network,
             cpu_limit=env.cpu_limit,
             mem_limit_mb=env.mem_limit_mb,
             pids_limit=env.pids_limit,
-            lifetime_sec=env.timeout_sec + env.setup_timeout_sec + 300,
+            lifetime_sec=env.timeout_sec
+            + env.setup_timeout_sec
+            + (self.spec.validation.baseline_runs + 1) * env.tool_timeout_sec
+            + 300,
             labels={
                 "agentbench.run_id": self.cfg.run_id,
                 "agentbench.task_id": self.spec.id,
                 "agentbench.worker": self.cfg.worker,
                 "agentbench.attempt": str(self.cfg.attempt_index),
+                "agentbench.phase": phase,
             },
-            ca_bundle=self.cfg.ca_bundle if network else None,
-            pip_cache=self.cfg.pip_cache,
+            ca_bundle=self.cfg.ca_bundle if network and setup else None,
+            pip_cache=self.cfg.pip_cache if setup else None,
             full_logs=self.cfg.full_logs,
         )
 
-    def _open(self, network: bool) -> Sandbox:
+    def _open(self, network: bool, phase: str) -> Sandbox:
         with self._timed("sandbox_start"):
-            sandbox = self.sandboxes.open(self._sandbox_spec(network))
+            sandbox = self.sandboxes.open(self._sandbox_spec(network, phase))
         self.open_sandboxes.append(sandbox)
         self.environment.setdefault("sandboxes", []).append(
-            {"network": network, "facts": sandbox.facts()}
+            {"phase": phase, "network": network, "facts": sandbox.facts()}
         )
         return sandbox
 
@@ -246,7 +255,8 @@ class Trial:
                 self.setup.reused_snapshot = True
                 commands, setup_net = [], agent_net
             self.setup.network = setup_net and bool(commands)
-            sandbox = self._open(network=setup_net if commands else agent_net)
+            phase = "setup" if commands else "agent"
+            sandbox = self._open(network=setup_net if commands else agent_net, phase=phase)
             self._run_setup_commands(sandbox, commands)
             for command in self.spec.setup.capture:
                 self._exec(sandbox, "capture", command, self.spec.environment.tool_timeout_sec)
@@ -262,9 +272,9 @@ class Trial:
             self.setup.ok = True
             if key and commands and self.cfg.env_cache:
                 self.cfg.env_cache.save(key, self.env_dir)
-        if commands and setup_net != agent_net:
+        if commands:  # the agent never gets the setup sandbox (writable /env, caches, network)
             sandbox.close()
-            sandbox = self._open(network=agent_net)
+            sandbox = self._open(network=agent_net, phase="agent")
         return sandbox
 
     def _run_setup_commands(self, sandbox: Sandbox, commands: list[str]) -> None:
@@ -319,6 +329,7 @@ class Trial:
             forbidden_commands=list(agent_spec.forbidden_commands),
             tool_timeout_sec=self.spec.environment.tool_timeout_sec,
         )
+        copy_tree(self.workspace / "repo", self.workspace / "pristine")  # scoring starts here
         inner = Toolbox(sandbox, policy, on_event=self._tool_event)
         toolbox = RecordingToolbox(
             inner, sandbox, self.paths, self.events, self.cfg.redact, self.deadline
@@ -359,17 +370,44 @@ class Trial:
                 "AGENT_EXCEPTION",
                 f"agent raised {type(exc).__name__}: {exc}",
             )
+        self.agent_overran = time.monotonic() > self.deadline
         self.agent_stats = toolbox.stats(self.outcome)  # refined with the final diff in _score
         return toolbox
 
-    def _score(self, sandbox: Sandbox, toolbox: RecordingToolbox) -> Result:
+    def _score(self, agent_sandbox: Sandbox, toolbox: RecordingToolbox) -> Result:
+        """The diff is the solution: it is applied to the pre-agent copy of the workspace and
+        tested in a new sandbox, so nothing else the agent left behind (processes, /tmp, HOME,
+        files it hid from git) can influence the verdict."""
         outcome = self.outcome or AgentOutcome("error")
         if outcome.reason in (Reason.LLM_ERROR, Reason.SANDBOX_ERROR):
             raise Failure(
                 outcome.reason, outcome.summary or str(outcome.reason), outcome.sub_reason
             )
-        violation = toolbox.final_diff_violation()
+        try:
+            violation = toolbox.final_diff_violation()
+        except SnapshotError as exc:
+            raise Failure(
+                Reason.TOOL_ERROR, f"workspace unreadable: {exc}", "WORKSPACE_UNREADABLE"
+            ) from exc
         self.agent_stats = toolbox.stats(outcome)
+        agent_sandbox.close()
+        sandbox = self._open(
+            network=self.spec.environment.network_policy == "always", phase="score"
+        )
+        if toolbox.final_patch:
+            patch_file = self.workspace / "pristine" / ".git" / "agentbench-final.patch"
+            patch_file.write_text(toolbox.final_patch, "utf-8")
+            applied = sandbox.exec(
+                f"git apply --binary --whitespace=nowarn {APPLY_PATCH}",
+                timeout_sec=self.spec.environment.tool_timeout_sec,
+            )
+            if not applied.ok:
+                raise Failure(
+                    Reason.TOOL_ERROR,
+                    "the agent's diff does not apply to the "
+                    f"pre-agent workspace: {applied.stderr.strip()[-200:]}",
+                    "DIFF_NOT_APPLICABLE",
+                )
         result = self._exec(
             sandbox,
             "score",
@@ -377,7 +415,7 @@ class Trial:
             self.spec.environment.tool_timeout_sec,
             log="passing",
         )
-        return verdict(result, outcome, violation, time.monotonic() > self.deadline)
+        return verdict(result, outcome, violation, self.agent_overran)
 
     # -- helpers ----------------------------------------------------------------------------------
     def _exec(
@@ -419,6 +457,9 @@ class Trial:
                 sandbox.close()
         repo = self.workspace / "repo"
         if self.cfg.keep_workspace and repo.exists():
+            # .git is dropped: the agent could have planted hooks or config that would run on
+            # the host the first time someone types `git status` there. final.patch has the diff.
+            shutil.rmtree(repo / ".git", ignore_errors=True)
             shutil.move(str(repo), self.paths.root / "repo")
         shutil.rmtree(self.workspace, ignore_errors=True)
 

@@ -55,8 +55,12 @@ def gate(
                      alpha, infra_as_failure)
     p = report.data
     if p["pairs"] == 0:
-        raise ReportError("no paired attempts left after exclusions: nothing to gate on "
-                          f"(exclusions: {p['exclusions']})")
+        ex = p["exclusions"]
+        raise ReportError(
+            f"nothing to gate on: no paired attempt left after exclusions "
+            f"({ex['invalid_or_flaky_tasks']} invalid or flaky task(s), "
+            f"{ex['quarantined_pairs']} quarantined pair(s), {ex['infra_pairs']} infra-error "
+            f"pair(s); {p['pairing']['common_tasks']} task(s) in common)")
     drop = p["pass_rate_a"] - p["pass_rate_b"]
     checks: list[dict[str, Any]] = []
     if max_drop is not None:

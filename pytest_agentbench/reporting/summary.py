@@ -157,8 +157,11 @@ def _taxonomy(df: pd.DataFrame) -> dict[str, Any]:
     first = fails.drop_duplicates("task_id")
     suite_of = dict(zip(first["task_id"], first["suite"], strict=True))
     by_task: dict[str, dict[str, int]] = {}
-    for (task, reason), count in per_task.items():
-        by_task.setdefault(str(task), {})[str(reason)] = int(count)
+    index = per_task.index
+    for task, reason, count in zip(index.get_level_values(0).to_numpy(dtype=object),
+                                   index.get_level_values(1).to_numpy(dtype=object),
+                                   per_task.to_numpy().tolist(), strict=True):
+        by_task.setdefault(str(task), {})[str(reason)] = count
     return {
         "by_reason": _records(by_reason.sort_values(["count", "failure_reason"],
                                                     ascending=[False, True]),

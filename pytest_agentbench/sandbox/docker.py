@@ -169,7 +169,7 @@ def create_args(spec: SandboxSpec, uid: int, gid: int, ipc_mode: str) -> dict[st
     """The keyword arguments for `containers.create` that implement the sandbox policy."""
     env = {"HOME": HOME, **local.DETERMINISTIC_ENV}
     mounts = [Mount(spec.workdir, str(spec.workspace), type="bind"),
-              Mount("/env", str(spec.env_dir), type="bind")]
+              Mount("/env", str(spec.env_dir), type="bind", read_only=spec.env_read_only)]
     if spec.pip_cache is not None:
         mounts.append(Mount(f"{HOME}/.cache/pip", str(spec.pip_cache), type="bind"))
     if spec.ca_bundle is not None:
@@ -232,14 +232,15 @@ class DockerSandbox:
     # -- exec ---------------------------------------------------------------------------------
     def exec(
         self, command: str, *, timeout_sec: float, env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
+        cwd: str | None = None, full_output: bool = False,
     ) -> ExecResult:
         self._check_usable()
         mark = secrets.token_hex(8)
         budget = max(float(timeout_sec), 0.001)
         argv = ["bash", "-c", WRAPPER, "agentbench", f"{budget:.3f}", command]
         workdir = posixpath.normpath(posixpath.join(self.spec.workdir, cwd or "."))
-        cap = local.FULL_CAPTURE_CAP if self.spec.full_logs else local.CAPTURE_CAP
+        full = full_output or self.spec.full_logs
+        cap = local.FULL_CAPTURE_CAP if full else local.CAPTURE_CAP
         out, err = OutputBuffer(cap), OutputBuffer(cap)
         start = time.monotonic()
         try:
@@ -270,7 +271,7 @@ class DockerSandbox:
         timed_out = overran or (exit_code in (124, 137) and elapsed >= budget)
         return local.build_result(
             exit_code, out, err, int(elapsed * 1000), timed_out=timed_out,
-            oom_killed=oom and not timed_out, full_logs=self.spec.full_logs)
+            oom_killed=oom and not timed_out, full_logs=full)
 
     def _outcome(self, exec_id: str, trailer: bytes | None, overran: bool) -> tuple[int, bool]:
         """Exit code and OOM flag, from the wrapper's trailer or else from exec_inspect."""

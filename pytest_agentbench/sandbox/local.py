@@ -199,11 +199,12 @@ class LocalSandbox:
 
     def exec(
         self, command: str, *, timeout_sec: float, env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
+        cwd: str | None = None, full_output: bool = False,
     ) -> ExecResult:
         if self.closed:
             raise SandboxError("sandbox is closed")
-        cap = FULL_CAPTURE_CAP if self.spec.full_logs else CAPTURE_CAP
+        full = full_output or self.spec.full_logs
+        cap = FULL_CAPTURE_CAP if full else CAPTURE_CAP
         out, err = OutputBuffer(cap), OutputBuffer(cap)
         start = time.monotonic()
         try:
@@ -231,7 +232,7 @@ class LocalSandbox:
         if exit_code < 0:
             exit_code = 128 - exit_code
         return build_result(exit_code, out, err, duration_ms, timed_out=timed_out,
-                            oom_killed=False, full_logs=self.spec.full_logs)
+                            oom_killed=False, full_logs=full)
 
     @staticmethod
     def _terminate(proc: subprocess.Popen[bytes]) -> int:
