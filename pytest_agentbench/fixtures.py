@@ -107,6 +107,7 @@ def agentbench_attempt(
         owner_uid=owner_uid(ab.options["sandbox"]),
         events_path=state.path / "events" / f"{state.session_token}-{worker}.jsonl",
         redact=redactor.redact,
+        redact_obj=redactor.redact_obj,
         agent_params={
             **ab.variant.params,
             "_variant": ab.variant.config(),

@@ -21,7 +21,7 @@ def owner_uid(sandbox: str = "docker") -> int | None:
 
 def work_root(run_id: str) -> Path:
     """Where a run's per-attempt checkouts live while they run (removed at session end)."""
-    return Path(tempfile.gettempdir()) / "agentbench-work" / run_id
+    return Path(tempfile.gettempdir()) / f"agentbench-work-{os.getuid()}" / run_id
 
 
 def pip_cache_dir() -> Path:

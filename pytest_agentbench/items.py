@@ -48,9 +48,10 @@ def is_error(record: dict[str, Any]) -> bool:
 class TaskFile(pytest.File):
     def collect(self) -> list[pytest.Item]:
         ab: AgentbenchConfig = self.config.stash[AB_KEY]
-        loaded = ab.tasks_by_path.get(self.path)
+        path = self.path.resolve()
+        loaded = ab.tasks_by_path.get(path)
         if loaded is None:
-            problems = ab.problems_by_path.get(self.path, [])
+            problems = ab.problems_by_path.get(path, [])
             return [
                 InvalidTaskItem.from_parent(self, name=self.path.parent.name, problems=problems)
             ]

@@ -25,7 +25,7 @@ from pytest_agentbench.items import AB_KEY, SHORT_FAILURES, TaskFile
 from pytest_agentbench.options import add_options
 from pytest_agentbench.session import ResumeError, RunState, merge_events, record_attempt, start_run
 from pytest_agentbench.spec.loader import LoadedTask, TaskProblem, discover
-from pytest_agentbench.variants import Variant, VariantError, load_variant
+from pytest_agentbench.variants import Variant, VariantError, agent_factories, load_variant
 from pytest_agentbench.xdist_glue import crash_record, is_worker
 
 
@@ -43,6 +43,7 @@ class AgentbenchConfig:
     state: RunState | None = None
     image: dict[str, Any] = field(default_factory=dict)
     recorded: int = 0
+    recorded_keys: set[str] = field(default_factory=set)
     outcomes: dict[str, int] = field(default_factory=dict)
 
     def run_config(self) -> dict[str, Any]:
@@ -121,7 +122,13 @@ def _make_config(config: pytest.Config, suites: list[str]) -> AgentbenchConfig:
     if resume and not suites:
         import json
 
-        suites = json.loads((Path(resume) / "run.json").read_text("utf-8"))["suites"]
+        try:
+            suites = json.loads((Path(resume) / "run.json").read_text("utf-8"))["suites"]
+        except (OSError, ValueError, KeyError) as exc:
+            raise ValueError(
+                f"--agentbench-resume {resume}: not a readable run directory "
+                f"({type(exc).__name__}: {exc})"
+            ) from None
     taskpacks = Path(opt("agentbench_taskpacks") or ini("agentbench_taskpacks") or "taskpacks")
     if not taskpacks.is_absolute():
         taskpacks = config.rootpath / taskpacks if not taskpacks.exists() else taskpacks.resolve()
@@ -153,6 +160,12 @@ def _make_config(config: pytest.Config, suites: list[str]) -> AgentbenchConfig:
         },
     }
     _infer_local_preset(options["llm"])
+    factories = agent_factories(config.hook.pytest_agentbench_agents())
+    if variant.agent not in factories:
+        raise ValueError(
+            f"--agentbench-variant {variant.name}: unknown agent {variant.agent!r}; "
+            f"known: {', '.join(sorted(factories))}"
+        )
     if variant.agent == "llm_v0":
         from pytest_agentbench.agents.llm_v0 import check_config
 
@@ -200,6 +213,15 @@ def _ensure_image(ab: AgentbenchConfig) -> dict[str, Any]:
     from pytest_agentbench.sandbox.image import DEFAULT_IMAGE, ImageBuildError, ensure_image
 
     name = ab.options["image"] or DEFAULT_IMAGE
+    import subprocess
+
+    try:
+        subprocess.run(["docker", "info"], capture_output=True, timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError):
+        raise pytest.UsageError(
+            "Docker daemon not reachable: run scripts/ensure-docker (or start Docker), or use "
+            "--agentbench-sandbox local for unisolated test runs"
+        ) from None
     try:
         if ab.options["image"]:
             from pytest_agentbench.sandbox.image import inspect_image
@@ -293,7 +315,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if record is None and report.failed and report.when not in ("setup", "call", "teardown"):
         # pytest-xdist reports a worker that died mid-item with when="???"
         record = crash_record(ab, report)
-    if record is not None:
+    key = f"{record['task_id']}#{record['attempt_index']}" if record else ""
+    if record is not None and key not in ab.recorded_keys:  # a late crash report of a finished
+        ab.recorded_keys.add(key)  # attempt (worker died in teardown) must not add a 2nd line
         record_attempt(ab.state, record)
         ab.recorded += 1
         outcome = record.get("pytest_outcome") or "error"

@@ -189,7 +189,7 @@ def _run_trial(task: LoadedTask, record: dict[str, Any], script: Path, out: Path
         image=image["name"], image_id=image["id"], image_digest=image["digest"],
         harness_version=harness_version(), attempt_index=int(record.get("attempt_index", 0)),
         worker="replay", **trial_defaults(args.sandbox),
-        events_path=out / "events.jsonl", redact=redactor.redact,
+        events_path=out / "events.jsonl", redact=redactor.redact, redact_obj=redactor.redact_obj,
     )
     factory = _factory(args.sandbox)
     try:

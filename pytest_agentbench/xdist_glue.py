@@ -48,7 +48,7 @@ def crash_record(ab: AgentbenchConfig, report: pytest.TestReport) -> dict[str, A
         task_spec_version=loaded.spec.task_spec_version,
         task_commit=loaded.spec.repo.commit,
         harness_version=_version(),
-        worker=str(getattr(report, "node", "worker") or "worker"),
+        worker=_worker_name(report),
         timestamps=Timestamps(started_at=now, ended_at=now),
         duration_sec=0.0,
         result=Result(
@@ -69,6 +69,12 @@ def crash_record(ab: AgentbenchConfig, report: pytest.TestReport) -> dict[str, A
         pytest_outcome="error",
     )
     return record.to_json_dict()
+
+
+def _worker_name(report: pytest.TestReport) -> str:
+    node = getattr(report, "node", None)
+    workerinput = getattr(node, "workerinput", None) or {}
+    return str(workerinput.get("workerid") or "worker")
 
 
 def _version() -> str:

@@ -5,6 +5,7 @@ Each worker writes its own file; the controller merges them at session end (one 
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
@@ -15,7 +16,7 @@ from typing import Any
 
 from pytest_agentbench.spec.events import EVENT_TYPES, Actor
 
-Redact = Callable[[str], str]
+RedactObj = Callable[[Any], Any]
 
 
 def utc_now() -> str:
@@ -31,11 +32,13 @@ class EventSink:
         run_id: str,
         task_id: str,
         attempt_id: str,
-        redact: Redact | None = None,
+        redact_obj: RedactObj | None = None,
     ) -> None:
         self.path = path
         self.ids = {"run_id": run_id, "task_id": task_id, "attempt_id": attempt_id}
-        self.redact = redact or (lambda text: text)
+        # Redaction works on the values, before serializing: a pattern run over JSON text could
+        # swallow quotes and keys, or miss a secret that JSON escaping changed.
+        self.redact_obj = redact_obj or (lambda obj: obj)
         self.seq = 0
         self.start = time.monotonic()
         self.lock = threading.Lock()
@@ -66,8 +69,9 @@ class EventSink:
                 **fields,
             )
             self.seq += 1
-            line = self.redact(event.model_dump_json())
-            self.emitted.append(event.model_dump(mode="json"))
+            data = self.redact_obj(event.model_dump(mode="json"))
+            line = json.dumps(data, ensure_ascii=False)
+            self.emitted.append(data)
             if self.path is not None:
                 with self.path.open("a", encoding="utf-8") as handle:
                     handle.write(line + "\n")

@@ -36,6 +36,7 @@ class RecordingToolbox:
     ) -> None:
         self.inner, self.sandbox, self.paths, self.events = inner, sandbox, paths, events
         self.redact, self.deadline = redact, deadline
+        self.redact_obj = events.redact_obj
         self.policy = inner.policy
         self.step = 0
         self.errors = 0
@@ -71,7 +72,7 @@ class RecordingToolbox:
             "result": result.to_dict(),
         }
         with (self.paths.root / "agent" / "tool_calls.jsonl").open("a", encoding="utf-8") as fh:
-            fh.write(self.redact(json.dumps(line, ensure_ascii=False, default=str)) + "\n")
+            fh.write(json.dumps(self.redact_obj(line), ensure_ascii=False, default=str) + "\n")
         if name in MUTATING:
             self._snapshot_step()
         return result

@@ -77,6 +77,7 @@ class TrialConfig:
     owner_uid: int | None = None
     events_path: Path | None = None
     redact: Callable[[str], str] = field(default=lambda text: text)
+    redact_obj: Callable[[Any], Any] = field(default=lambda obj: obj)
     agent_params: dict[str, Any] = field(default_factory=dict)
     quarantined: str | None = None
     session: str = ""  # the pytest session's token: a resumed attempt gets a new attempt id
@@ -103,7 +104,7 @@ class Trial:
         )
         self.paths = AttemptPaths(cfg.run_dir, self.spec.id, cfg.attempt_label)
         self.events = EventSink(
-            cfg.events_path, cfg.run_id, self.spec.id, self.attempt_id, cfg.redact
+            cfg.events_path, cfg.run_id, self.spec.id, self.attempt_id, cfg.redact_obj
         )
         self.timings: dict[str, float] = {}
         self.open_sandboxes: list[Sandbox] = []

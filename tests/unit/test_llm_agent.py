@@ -134,7 +134,7 @@ def make_ctx(tmp_path: Path, base_url: str, *, budgets: dict[str, Any] | None = 
                  "timeout_sec": 2.0, "max_retries": 2, "backoff_base_sec": 0.01,
                  "backoff_max_sec": 0.05, "max_tokens": 256, **(model or {})}
     events = EventSink(tmp_path / "artifacts" / "events.jsonl", "run-1", "fix-mean", "a-1",
-                       redact=(redactor or Redactor()).redact)
+                       redact_obj=(redactor or Redactor()).redact_obj)
     all_params: dict[str, Any] = {"_variant": {"model": model_cfg, "budgets": budgets or {}},
                                   "_llm_cli": {}, **params}
     if redactor is not None:
