@@ -99,6 +99,8 @@ def pytest_configure(config: pytest.Config) -> None:
         ab.image = dict(config.workerinput["agentbench_image"])  # type: ignore[attr-defined]
         return
     _default_worksteal(config)
+    if config.option.collectonly:
+        return  # listing tasks needs no image and leaves no run directory
     ab.image = _ensure_image(ab)
     try:
         ab.state = start_run(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,11 @@ class AttemptPaths:
             rel = rel / attempt_label
         self.rel = rel
         self.root = run_dir / rel
+        if self.root.is_dir() and any(self.root.iterdir()):
+            # left by an attempt that was killed (resume reruns it): keep it, apart
+            self.root.rename(
+                self.root.with_name(f"{self.root.name}.aborted-{uuid.uuid4().hex[:6]}")
+            )
         for sub in ("logs", "agent", "diffs", "meta"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
 

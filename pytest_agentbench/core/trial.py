@@ -211,7 +211,7 @@ class Trial:
         env = self.spec.environment
         setup = phase == "setup"
         return SandboxSpec(
-            image=self.cfg.image,
+            image=env.docker_image or self.cfg.image,  # a task may name its own local image
             workspace=self.workspace / ("pristine" if phase == "score" else "repo"),
             env_dir=self.env_dir,
             env_read_only=not setup,
@@ -294,7 +294,7 @@ class Trial:
             self.spec.setup.commands,
             self.spec.environment.network_policy,
             self.commit,
-            self.cfg.image_id or self.cfg.image,
+            self.spec.environment.docker_image or self.cfg.image_id or self.cfg.image,
         )
         self.environment["env_cache"] = {
             "key": key,
