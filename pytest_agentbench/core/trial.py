@@ -12,14 +12,11 @@ import os
 import shutil
 import time
 import traceback
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.core import baseline as baseline_mod
 from pytest_agentbench.core.agent_api import Agent, AgentContext, AgentError, AgentOutcome
-from pytest_agentbench.core.envcache import EnvCache, cache_key, copy_tree
+from pytest_agentbench.core.envcache import cache_key, copy_tree
 from pytest_agentbench.core.events import EventSink, utc_now
 from pytest_agentbench.core.gitops import APPLY_PATCH, SnapshotError, dirty_tracked_files
 from pytest_agentbench.core.phases import PhaseTimer
@@ -28,24 +25,22 @@ from pytest_agentbench.core.ports import (
     Sandbox,
     SandboxError,
     SandboxFactory,
-    SandboxSpec,
 )
 from pytest_agentbench.core.recording import RecordingToolbox
 from pytest_agentbench.core.rundir import AttemptPaths, write_json
 from pytest_agentbench.core.scoring import verdict
 from pytest_agentbench.core.signatures import sha256
 from pytest_agentbench.core.tools import Toolbox, ToolPolicy
+from pytest_agentbench.core.trial_config import TrialConfig, attempt_id, sandbox_spec
+from pytest_agentbench.core.trial_record import build_record
 from pytest_agentbench.repos import MirrorCache, RepoError, resolve_source
 from pytest_agentbench.spec.loader import LoadedTask
 from pytest_agentbench.spec.records import (
     AgentStats,
     AttemptRecord,
     BaselineValidation,
-    ImageInfo,
-    Limits,
     Result,
     SetupInfo,
-    Timestamps,
 )
 from pytest_agentbench.spec.taxonomy import Reason
 
@@ -54,38 +49,6 @@ class Failure(Exception):
     def __init__(self, reason: Reason, summary: str, sub_reason: str | None = None) -> None:
         super().__init__(summary)
         self.reason, self.summary, self.sub_reason = reason, summary, sub_reason
-
-
-@dataclass
-class TrialConfig:
-    run_id: str
-    run_dir: Path
-    work_root: Path
-    variant: str
-    variant_config_hash: str
-    image: str
-    harness_version: str
-    attempt_index: int = 0
-    attempt_label: str | None = None
-    worker: str = "master"
-    image_id: str | None = None
-    image_digest: str | None = None
-    full_logs: bool = False
-    keep_workspace: bool = False
-    ca_bundle: Path | None = None
-    pip_cache: Path | None = None
-    owner_uid: int | None = None
-    events_path: Path | None = None
-    redact: Callable[[str], str] = field(default=lambda text: text)
-    redact_obj: Callable[[Any], Any] = field(default=lambda obj: obj)
-    agent_params: dict[str, Any] = field(default_factory=dict)
-    quarantined: str | None = None
-    session: str = ""  # the pytest session's token: a resumed attempt gets a new attempt id
-    env_cache: EnvCache | None = None  # post-setup snapshots; None: always run setup
-
-
-def attempt_id(run_id: str, task_id: str, variant: str, index: int, session: str = "") -> str:
-    return f"{run_id}:{task_id}:{variant}:{index}" + (f"@{session}" if session else "")
 
 
 class Trial:
@@ -163,7 +126,7 @@ class Trial:
             failure_reason=result.failure_reason,
             duration_ms=int(duration * 1000),
         )
-        record = self._record(result, started_at, duration)
+        record = build_record(self, result, started_at, duration)
         write_json(self.paths.root / "meta" / "timings.json", self.timings)
         write_json(self.paths.root / "meta" / "environment.json", self.environment)
         return record
@@ -205,40 +168,11 @@ class Trial:
             "checkout_sec": round(checkout.seconds, 3),
         }
 
-    def _sandbox_spec(self, network: bool, phase: str) -> SandboxSpec:
-        """setup: /env writable, pip cache, CA bundle if networked. agent and score: /env
-        read-only and no shared cache, so nothing the agent does outlives its own sandbox."""
-        env = self.spec.environment
-        setup = phase == "setup"
-        return SandboxSpec(
-            image=env.docker_image or self.cfg.image,  # a task may name its own local image
-            workspace=self.workspace / ("pristine" if phase == "score" else "repo"),
-            env_dir=self.env_dir,
-            env_read_only=not setup,
-            workdir=env.workdir,
-            network=network,
-            cpu_limit=env.cpu_limit,
-            mem_limit_mb=env.mem_limit_mb,
-            pids_limit=env.pids_limit,
-            lifetime_sec=env.timeout_sec
-            + env.setup_timeout_sec
-            + (self.spec.validation.baseline_runs + 1) * env.tool_timeout_sec
-            + 300,
-            labels={
-                "agentbench.run_id": self.cfg.run_id,
-                "agentbench.task_id": self.spec.id,
-                "agentbench.worker": self.cfg.worker,
-                "agentbench.attempt": str(self.cfg.attempt_index),
-                "agentbench.phase": phase,
-            },
-            ca_bundle=self.cfg.ca_bundle if network and setup else None,
-            pip_cache=self.cfg.pip_cache if setup else None,
-            full_logs=self.cfg.full_logs,
-        )
-
     def _open(self, network: bool, phase: str) -> Sandbox:
         with self._timed("sandbox_start"):
-            sandbox = self.sandboxes.open(self._sandbox_spec(network, phase))
+            sandbox = self.sandboxes.open(
+                sandbox_spec(self.cfg, self.spec, self.workspace, network, phase)
+            )
         self.open_sandboxes.append(sandbox)
         self.environment.setdefault("sandboxes", []).append(
             {"phase": phase, "network": network, "facts": sandbox.facts()}
@@ -464,44 +398,5 @@ class Trial:
             shutil.move(str(repo), self.paths.root / "repo")
         shutil.rmtree(self.workspace, ignore_errors=True)
 
-    def _record(self, result: Result, started_at: str, duration: float) -> AttemptRecord:
-        env = self.spec.environment
-        outcome = self.outcome
-        return AttemptRecord(
-            run_id=self.cfg.run_id,
-            attempt_id=self.attempt_id,
-            task_id=self.spec.id,
-            suite=self.spec.suite,
-            variant=self.cfg.variant,
-            variant_config_hash=self.cfg.variant_config_hash,
-            attempt_index=self.cfg.attempt_index,
-            task_spec_version=self.spec.task_spec_version,
-            task_commit=getattr(self, "commit", self.spec.repo.commit),
-            harness_version=self.cfg.harness_version,
-            worker=self.cfg.worker,
-            quarantined=self.cfg.quarantined,
-            model=outcome.model if outcome else None,
-            usage=outcome.usage if outcome else None,
-            timestamps=Timestamps(started_at=started_at, ended_at=utc_now()),
-            duration_sec=round(duration, 3),
-            timings=self.timings,
-            setup=self.setup,
-            baseline_validation=self.baseline,
-            agent=self.agent_stats,
-            result=result,
-            limits=Limits(
-                timeout_sec=env.timeout_sec,
-                tool_timeout_sec=env.tool_timeout_sec,
-                max_steps=self.spec.agent.max_steps,
-                cpu_limit=env.cpu_limit,
-                mem_limit_mb=env.mem_limit_mb,
-            ),
-            image=ImageInfo(
-                name=self.cfg.image, id=self.cfg.image_id, digest=self.cfg.image_digest
-            ),
-            artifact_paths={
-                "task_dir": self.paths.rel.as_posix(),
-                "failing_stdout": "logs/failing_stdout.txt",
-                "passing_stdout": "logs/passing_stdout.txt",
-            },
-        )
+
+__all__ = ["Failure", "Trial", "TrialConfig", "attempt_id"]

@@ -1,0 +1,78 @@
+"""What one attempt runs with: ids, paths, image, caches, redaction, agent parameters."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_agentbench.core.envcache import EnvCache
+from pytest_agentbench.core.ports import SandboxSpec
+from pytest_agentbench.spec.task import TaskSpec
+
+
+@dataclass
+class TrialConfig:
+    run_id: str
+    run_dir: Path
+    work_root: Path
+    variant: str
+    variant_config_hash: str
+    image: str
+    harness_version: str
+    attempt_index: int = 0
+    attempt_label: str | None = None
+    worker: str = "master"
+    image_id: str | None = None
+    image_digest: str | None = None
+    full_logs: bool = False
+    keep_workspace: bool = False
+    ca_bundle: Path | None = None
+    pip_cache: Path | None = None
+    owner_uid: int | None = None
+    events_path: Path | None = None
+    redact: Callable[[str], str] = field(default=lambda text: text)
+    redact_obj: Callable[[Any], Any] = field(default=lambda obj: obj)
+    agent_params: dict[str, Any] = field(default_factory=dict)
+    quarantined: str | None = None
+    session: str = ""  # the pytest session's token: a resumed attempt gets a new attempt id
+    env_cache: EnvCache | None = None  # post-setup snapshots; None: always run setup
+
+
+def attempt_id(run_id: str, task_id: str, variant: str, index: int, session: str = "") -> str:
+    return f"{run_id}:{task_id}:{variant}:{index}" + (f"@{session}" if session else "")
+
+
+def sandbox_spec(
+    cfg: TrialConfig, spec: TaskSpec, workspace: Path, network: bool, phase: str
+) -> SandboxSpec:
+    """setup: /env writable, pip cache, CA bundle if networked. agent and score: /env
+    read-only and no shared cache, so nothing the agent does outlives its own sandbox."""
+    env = spec.environment
+    setup = phase == "setup"
+    return SandboxSpec(
+        image=env.docker_image or cfg.image,  # a task may name its own local image
+        workspace=workspace / ("pristine" if phase == "score" else "repo"),
+        env_dir=workspace / "env",
+        env_read_only=not setup,
+        workdir=env.workdir,
+        network=network,
+        cpu_limit=env.cpu_limit,
+        mem_limit_mb=env.mem_limit_mb,
+        pids_limit=env.pids_limit,
+        lifetime_sec=env.timeout_sec
+        + env.setup_timeout_sec
+        + (spec.validation.baseline_runs + 1) * env.tool_timeout_sec
+        + 300,
+        labels={
+            "agentbench.run_id": cfg.run_id,
+            "agentbench.task_id": spec.id,
+            "agentbench.worker": cfg.worker,
+            "agentbench.attempt": str(cfg.attempt_index),
+            "agentbench.phase": phase,
+        },
+        ca_bundle=cfg.ca_bundle if network and setup else None,
+        pip_cache=cfg.pip_cache if setup else None,
+        full_logs=cfg.full_logs,
+    )
