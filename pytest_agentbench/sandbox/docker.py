@@ -1,13 +1,10 @@
 """The Docker sandbox: one hardened, long-lived container per sandbox; commands run by docker exec.
 
-Policy (spec §6, improvement 5): non-root user, no capabilities, no-new-privileges, pids/cpu/memory
-limits without swap, read-only root with tmpfs /tmp and home, no network unless the spec asks for
-it, nothing from the host but the workspace, the env dir, an optional pip cache and an optional CA
-bundle (read-only). PID 1 is docker-init reaping zombies around `sleep <lifetime>`, a dead-man's
-switch. Containers are labelled `agentbench=1` plus the spec's labels, registered for removal
-before they start, and removed at close, at interpreter exit, by `sweep` and by `gc`.
+The container policy and the command wrapper live in `docker_policy` (re-exported here). Containers
+are registered for removal before they start, and removed at close, at interpreter exit, by `sweep`
+and by `gc`.
 
-docker-py's exec has no timeout, so every command runs under the WRAPPER below (`timeout -k 2`,
+docker-py's exec has no timeout, so every command runs under docker_policy.WRAPPER (`timeout -k 2`,
 then every process of the command is killed, so background jobs never outlive it) and the host
 waits at most `timeout + HOST_GRACE_SEC` before killing the command's processes itself.
 """
@@ -16,12 +13,10 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import math
 import os
 import posixpath
 import secrets
 import signal
-import socket
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -31,61 +26,28 @@ from typing import Any
 import docker
 import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
-from docker.types import Mount
 
 from pytest_agentbench.core.ports import ExecResult, Files, SandboxError, SandboxSpec
 from pytest_agentbench.core.workspace import HostFiles
 from pytest_agentbench.sandbox import local
+from pytest_agentbench.sandbox.docker_policy import BASE_LABEL as BASE_LABEL
+from pytest_agentbench.sandbox.docker_policy import CA_PATH as CA_PATH
+from pytest_agentbench.sandbox.docker_policy import HOME as HOME
+from pytest_agentbench.sandbox.docker_policy import KILL_SCRIPT as KILL_SCRIPT
+from pytest_agentbench.sandbox.docker_policy import MARKER_VAR as MARKER_VAR
+from pytest_agentbench.sandbox.docker_policy import OOM_COUNT as OOM_COUNT
+from pytest_agentbench.sandbox.docker_policy import OWNER_LABEL as OWNER_LABEL
+from pytest_agentbench.sandbox.docker_policy import REAP as REAP
+from pytest_agentbench.sandbox.docker_policy import TMPFS as TMPFS
+from pytest_agentbench.sandbox.docker_policy import WRAPPER as WRAPPER
+from pytest_agentbench.sandbox.docker_policy import create_args as create_args
+from pytest_agentbench.sandbox.docker_policy import owner as owner
+from pytest_agentbench.sandbox.docker_policy import sandbox_user as sandbox_user
+from pytest_agentbench.sandbox.docker_policy import sanitized as sanitized
 from pytest_agentbench.sandbox.local import OutputBuffer
 
-BASE_LABEL = "agentbench"
-OWNER_LABEL = "agentbench.owner"  # <host>:<pid> of the process that created the container
-HOME = "/home/runner"
-CA_PATH = "/etc/ssl/certs/ca-certificates.crt"
-MARKER_VAR = "AGENTBENCH_EXEC_ID"
 HOST_GRACE_SEC = 5.0
-TMPFS = {
-    "/tmp": "rw,exec,nosuid,nodev,size=512m,mode=1777",
-    "/dev/shm": "rw,noexec,nosuid,nodev,size=64m,mode=1777",
-}
 DockerErrors = (DockerException, requests.RequestException, OSError)
-
-# reap SIG: send SIG to every process whose environment carries this exec's marker ($MARK).
-REAP = r"""reap() {
-  local d p v e
-  for d in /proc/[0-9]*; do
-    p=${d#/proc/}; [ "$p" = "$$" ] && continue
-    mapfile -d '' -t e 2>/dev/null < "$d/environ" || continue
-    for v in "${e[@]}"; do
-      [ "$v" = "AGENTBENCH_EXEC_ID=$MARK" ] && { kill -"$1" "$p" 2>/dev/null; break; }
-    done
-  done
-}
-"""
-# oomc: $o := the cgroup's oom_kill counter (v1 memory.oom_control or v2 memory.events).
-OOM_COUNT = r"""oomc() {
-  local f k v; o=
-  for f in /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events; do
-    [ -r "$f" ] || continue
-    while read -r k v; do [ "$k" = oom_kill ] && o=$v; done < "$f"
-    break
-  done
-}
-"""
-# $1 = budget in seconds, $2 = the command. Job control gives the command its own process group
-# without ignoring SIGINT (as plain `&` would); the last stderr line is a trailer for the host.
-WRAPPER = (
-    "exec 3>&2 2>/dev/null\nMARK=$AGENTBENCH_EXEC_ID\n" + REAP + OOM_COUNT + r"""oomc; o0=$o
-set -m
-timeout -k 2 "$1" bash -c "$2" 2>&3 3>&- & t=$!
-wait "$t"; rc=$?
-kill -KILL -- "-$t"
-reap STOP; reap STOP; reap KILL; reap KILL
-oomc
-printf '\n\036agentbench-end:%s %s %s %s\n' "$MARK" "$rc" "$o0" "$o" >&3
-exit "$rc"
-""")
-KILL_SCRIPT = REAP + "reap STOP; reap STOP; reap KILL; reap KILL; exit 0\n"
 
 _LIVE: dict[str, docker.DockerClient] = {}
 _LIVE_LOCK = threading.Lock()
@@ -146,60 +108,12 @@ def remove_live_containers() -> int:
     return len(live)
 
 
-def owner() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def sandbox_user() -> tuple[int, int]:
-    """1000:1000 when the harness is root; otherwise the host user, so the mounts are writable."""
-    if not hasattr(os, "geteuid") or os.geteuid() == 0:
-        return 1000, 1000
-    return os.getuid(), os.getgid()
-
-
 def _chown_tree(root: Path, uid: int, gid: int) -> None:
     for dirpath, dirnames, filenames in os.walk(root):
         for name in [".", *dirnames, *filenames]:
             path = os.path.join(dirpath, name)
             if os.lstat(path).st_uid != uid:
                 os.lchown(path, uid, gid)
-
-
-def create_args(spec: SandboxSpec, uid: int, gid: int, ipc_mode: str) -> dict[str, Any]:
-    """The keyword arguments for `containers.create` that implement the sandbox policy."""
-    env = {"HOME": HOME, **local.DETERMINISTIC_ENV}
-    mounts = [Mount(spec.workdir, str(spec.workspace), type="bind"),
-              Mount("/env", str(spec.env_dir), type="bind", read_only=spec.env_read_only)]
-    if spec.pip_cache is not None:
-        mounts.append(Mount(f"{HOME}/.cache/pip", str(spec.pip_cache), type="bind"))
-    if spec.ca_bundle is not None:
-        mounts.append(Mount(CA_PATH, str(spec.ca_bundle), type="bind", read_only=True))
-        env.update(SSL_CERT_FILE=CA_PATH, REQUESTS_CA_BUNDLE=CA_PATH, PIP_CERT=CA_PATH,
-                   GIT_SSL_CAINFO=CA_PATH)
-    env.update(spec.env)
-    mem = f"{spec.mem_limit_mb}m"
-    return {
-        "image": spec.image, "command": ["sleep", str(math.ceil(spec.lifetime_sec))],
-        "init": True, "hostname": "sandbox", "user": f"{uid}:{gid}", "working_dir": spec.workdir,
-        "environment": env, "labels": {**spec.labels, BASE_LABEL: "1", OWNER_LABEL: owner()},
-        "cap_drop": ["ALL"], "security_opt": ["no-new-privileges"], "privileged": False,
-        "read_only": True, "mounts": mounts,
-        "tmpfs": {**TMPFS, HOME: f"rw,exec,nosuid,nodev,size=256m,uid={uid},gid={gid},mode=0700"},
-        "ipc_mode": ipc_mode, "pids_limit": spec.pids_limit,
-        "nano_cpus": int(spec.cpu_limit * 1e9), "mem_limit": mem, "memswap_limit": mem,
-        "network_mode": "bridge" if spec.network else "none", "auto_remove": False,
-    }
-
-
-def sanitized(args: Mapping[str, Any], spec: SandboxSpec) -> dict[str, Any]:
-    """Create arguments for the record: host paths become their roles, secrets are redacted."""
-    roles = {str(spec.workspace): "<workspace>", str(spec.env_dir): "<env_dir>",
-             str(spec.pip_cache): "<pip_cache>", str(spec.ca_bundle): "<ca_bundle>"}
-    out = {k: v for k, v in args.items() if k not in ("mounts", "environment")}
-    out["environment"] = local.redact_env(args["environment"])
-    out["mounts"] = [{"target": m["Target"], "source": roles.get(m["Source"], "<host>"),
-                      "read_only": bool(m.get("ReadOnly"))} for m in args["mounts"]]
-    return out
 
 
 def _drain(stream: Iterator[tuple[bytes | None, bytes | None]], out: OutputBuffer,

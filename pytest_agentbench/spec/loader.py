@@ -12,16 +12,16 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ValidationError
-from pydantic_core import ErrorDetails
+from pydantic import ValidationError
 
 from pytest_agentbench import __version__
+from pytest_agentbench.spec.problems import field_messages, one_line, show
 from pytest_agentbench.spec.task import TASK_SPEC_VERSION, TaskSpec, version_tuple
 
 TASK_FILE = "task.yaml"
@@ -194,7 +194,7 @@ def _load(path: Path, *, check_layout: bool) -> tuple[LoadedTask | None, list[Ta
         message = f"file is empty (expected a mapping with {_REQUIRED_TOP})"
         return None, [TaskProblem(path, "", message)]
     if not isinstance(data, dict):
-        message = f"expected a mapping of task fields at the top level, got {_show(data)}"
+        message = f"expected a mapping of task fields at the top level, got {show(data)}"
         return None, [TaskProblem(path, "", message)]
 
     problems, stop = _version_problems(path, data)
@@ -206,7 +206,8 @@ def _load(path: Path, *, check_layout: bool) -> tuple[LoadedTask | None, list[Ta
         spec = TaskSpec.model_validate(data)
     except ValidationError as exc:
         reported = {problem.field for problem in problems}
-        problems.extend(p for p in _validation_problems(path, exc) if p.field not in reported)
+        found = (TaskProblem(path, name, message) for name, message in field_messages(exc))
+        problems.extend(p for p in found if p.field not in reported)
         return None, problems
     if problems:
         return None, problems
@@ -227,7 +228,7 @@ def _version_problems(path: Path, data: dict[Any, Any]) -> tuple[list[TaskProble
                 f"({TASK_SPEC_VERSION}); upgrade pytest-agentbench (this is {__version__})"
             )
         else:
-            message = f"expected {TASK_SPEC_VERSION}, got {_show(version)}"
+            message = f"expected {TASK_SPEC_VERSION}, got {show(version)}"
         problems.append(TaskProblem(path, "task_spec_version", message))
     minimum = data.get("harness_min_version")
     if isinstance(minimum, str) and _VERSION.match(minimum) and _too_old(minimum):
@@ -307,183 +308,14 @@ def _yaml_message(exc: yaml.YAMLError, text: str) -> str:
             f"unacceptable character #x{char:04x}: {exc.reason}"
         )
     if not isinstance(exc, yaml.MarkedYAMLError):
-        return f"YAML error: {_one_line(str(exc))}"
+        return f"YAML error: {one_line(str(exc))}"
     mark = exc.problem_mark or exc.context_mark
     where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
     if isinstance(exc, _DuplicateKeyError):
         return f"{where}{exc.problem} (YAML would silently keep only the last value)"
-    message = f"{where}YAML syntax error: {_one_line(exc.problem or str(exc))}"
+    message = f"{where}YAML syntax error: {one_line(exc.problem or str(exc))}"
     if exc.context:
         context_mark = exc.context_mark
         at = f" started at line {context_mark.line + 1}" if context_mark else ""
-        message += f" ({_one_line(exc.context)}{at})"
+        message += f" ({one_line(exc.context)}{at})"
     return message
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-# --------------------------------------------------------------------------- pydantic errors
-
-
-def _validation_problems(path: Path, exc: ValidationError) -> list[TaskProblem]:
-    errors = exc.errors(include_url=False)
-    missing = {error["loc"] for error in errors if error["type"] == "missing"}
-    problems: list[TaskProblem] = []
-    for error in errors:
-        loc = error["loc"]
-        if error["type"] == "missing" and _typo_explains_missing(loc, errors):
-            continue
-        problems.append(TaskProblem(path, _field_path(loc, error), _error_message(error, missing)))
-    return problems
-
-
-def _typo_explains_missing(loc: tuple[int | str, ...], errors: Iterable[ErrorDetails]) -> bool:
-    """`validaton:` gives 'unknown key (did you mean ...)'; the matching 'missing' adds nothing."""
-    for error in errors:
-        other = error["loc"]
-        same_parent = other[:-1] == loc[:-1]
-        if error["type"] == "extra_forbidden" and same_parent and _suggestion(other) == loc[-1]:
-            return True
-    return False
-
-
-def _field_path(loc: tuple[int | str, ...], error: ErrorDetails) -> str:
-    text = ""
-    for index, part in enumerate(loc):
-        key_position = error["type"] == "invalid_key" and index == len(loc) - 1
-        if isinstance(part, int) and not key_position:
-            text += f"[{part}]"
-        else:
-            text += f".{part}" if text else str(part)
-    return text
-
-
-def _model_at(loc: Sequence[int | str]) -> type[BaseModel] | None:
-    """The pydantic model that holds the keys at `loc` (list indexes are stepped over)."""
-    model: type[BaseModel] = TaskSpec
-    for part in loc:
-        if isinstance(part, int):
-            continue
-        info = model.model_fields.get(part)
-        nested = _nested_model(info.annotation) if info is not None else None
-        if nested is None:
-            return None
-        model = nested
-    return model
-
-
-def _nested_model(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in get_args(annotation):  # Optional[...], list[...]
-        found = _nested_model(arg)
-        if found is not None:
-            return found
-    return None
-
-
-def _suggestion(loc: tuple[int | str, ...]) -> str | None:
-    model = _model_at(loc[:-1])
-    if model is None:
-        return None
-    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1, cutoff=0.6)
-    return close[0] if close else None
-
-
-def _unknown_key_message(loc: tuple[int | str, ...]) -> str:
-    suggestion = _suggestion(loc)
-    if suggestion is not None:
-        return f"unknown key (did you mean {suggestion!r}?)"
-    model = _model_at(loc[:-1])
-    if model is None:
-        return "unknown key"
-    return f"unknown key (expected one of: {', '.join(model.model_fields)})"
-
-
-_EXPECTED = {
-    "string_type": "a string",
-    "int_type": "a whole number",
-    "int_parsing": "a whole number",
-    "int_from_float": "a whole number",
-    "float_type": "a number",
-    "float_parsing": "a number",
-    "bool_type": "true or false",
-    "bool_parsing": "true or false",
-    "list_type": "a list",
-    "model_type": "a mapping",
-    "dict_type": "a mapping",
-}
-_BOUNDS = {
-    "greater_than": ("gt", ">"),
-    "greater_than_equal": ("ge", ">="),
-    "less_than": ("lt", "<"),
-    "less_than_equal": ("le", "<="),
-}
-
-
-def _error_message(error: ErrorDetails, missing: set[tuple[int | str, ...]]) -> str:
-    kind, loc, value = error["type"], error["loc"], error.get("input")
-    ctx: dict[str, Any] = dict(error.get("ctx") or {})
-    got = _show(value)
-    if kind == "missing":
-        if loc == ("task_spec_version",):
-            return f"field required (add 'task_spec_version: {TASK_SPEC_VERSION}')"
-        return "field required"
-    if kind == "extra_forbidden":
-        return _unknown_key_message(loc)
-    if kind == "invalid_key":
-        return f"keys must be strings, got {got}"
-    if kind == "literal_error":
-        expected = str(ctx.get("expected", "")).replace(" or ", ", ")
-        one_of = "one of " if "," in expected else ""
-        return f"expected {one_of}{expected}, got {got}"
-    if kind in _EXPECTED:
-        quote = " (quote it in YAML)" if kind == "string_type" and _is_scalar(value) else ""
-        return f"expected {_EXPECTED[kind]}, got {got}{quote}"
-    if kind == "string_pattern_mismatch":
-        return f"expected a string matching {ctx.get('pattern')}, got {got}"
-    if kind in ("string_too_short", "too_short"):
-        least = ctx.get("min_length", 1)
-        if kind == "string_too_short" and least == 1:
-            return "expected a non-empty string, got an empty one"
-        unit = "characters" if kind == "string_too_short" else "items"
-        return f"expected at least {least} {unit}, got {got}"
-    if kind in ("string_too_long", "too_long"):
-        unit = "characters" if kind == "string_too_long" else "items"
-        return f"expected at most {ctx.get('max_length')} {unit}, got {got}"
-    if kind in _BOUNDS:
-        key, symbol = _BOUNDS[kind]
-        return f"expected a number {symbol} {_number(ctx.get(key))}, got {got}"
-    message = _one_line(error["msg"])
-    for prefix in ("Value error, ", "Assertion failed, "):
-        message = message.removeprefix(prefix)
-    if isinstance(value, str) and repr(value) not in message:
-        message += f" (in {got})"
-    return message
-
-
-def _is_scalar(value: object) -> bool:
-    return isinstance(value, bool | int | float)
-
-
-def _number(value: object) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def _show(value: object) -> str:
-    """A found value, in YAML words, short enough for one line."""
-    if value is None:
-        return "an empty value"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    text = repr(value) if isinstance(value, str) else str(value)
-    text = _one_line(text)
-    return text if len(text) <= 60 else text[:57] + "..."
