@@ -231,5 +231,6 @@ def docker_client() -> Iterator[Any]:
 
 def containers_of(client: Any, run_id: str) -> list[str]:
     """Ids of every container (running or not) labelled with this run id."""
-    found = client.containers.list(all=True, filters={"label": f"agentbench.run_id={run_id}"})
-    return [c.short_id for c in found]
+    # The low-level list: containers.list() inspects each container and races with removal.
+    found = client.api.containers(all=True, filters={"label": f"agentbench.run_id={run_id}"})
+    return [c["Id"][:12] for c in found]

@@ -7,20 +7,22 @@ these tests skip, except under CI=true, where they fail.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import docker
 import pytest
 
+from pytest_agentbench.hostenv import work_root
 from tests.e2e.conftest import (
     ALL_TASKS,
     FLAKY_TASK,
@@ -195,16 +197,10 @@ def interrupted_workspace(tmp_path: Path, docker_client: Any) -> Iterator[Worksp
     yield workspace
     for run_json in workspace.out.glob("*/run.json"):  # never leak, even when the test fails
         run_id = run_json.parent.name
-        for container in docker_client.containers.list(
-            all=True, filters={"label": f"agentbench.run_id={run_id}"}
-        ):
-            container.remove(force=True)
+        for container_id in containers_of(docker_client, run_id):
+            with contextlib.suppress(docker.errors.NotFound):
+                docker_client.api.remove_container(container_id, force=True)
         shutil.rmtree(work_root(run_id), ignore_errors=True)
-
-
-def work_root(run_id: str) -> Path:
-    """Where the harness checks out the attempts' repositories on the host."""
-    return Path(tempfile.gettempdir()) / "agentbench-work" / run_id
 
 
 def leftover_workspaces(run_id: str) -> list[str]:

@@ -13,7 +13,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from pytest_agentbench.hostenv import work_root
 from tests.e2e.conftest import (
     FLAKY_TASK,
     INVALID_TASK,
@@ -109,7 +109,7 @@ def test_k_task_id_runs_exactly_that_task(runner: Runner) -> None:
     timings = json.loads((task_dir / "meta" / "timings.json").read_text())
     assert {"prepare", "setup", "baseline", "agent", "score"} <= set(timings)
     assert not (run_dir.task_dir("fix-parse-size-units")).exists()  # deselected: no artifacts
-    work = Path(tempfile.gettempdir()) / "agentbench-work" / run_dir.run_id
+    work = work_root(run_dir.run_id)
     assert not work.exists() or list(work.iterdir()) == []  # the checkout was removed
 
 
@@ -282,9 +282,7 @@ def killed_and_resumed(tmp_path_factory: pytest.TempPathFactory) -> Any:
     )
     yield KilledRun(RunDir(run_dir), [r["task_id"] for r in before], in_flight, resumed, runner)
     meta = json.loads((run_dir / "run.json").read_text())
-    shutil.rmtree(
-        Path(tempfile.gettempdir()) / "agentbench-work" / meta["run_id"], ignore_errors=True
-    )
+    shutil.rmtree(work_root(meta["run_id"]), ignore_errors=True)
 
 
 def test_resume_records_every_attempt_exactly_once(killed_and_resumed: KilledRun) -> None:

@@ -11,12 +11,12 @@ import json
 import re
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_agentbench.hostenv import work_root
 from pytest_agentbench.spec.records import AttemptRecord
 
 pytestmark = pytest.mark.unit
@@ -357,7 +357,7 @@ def test_a_crashed_worker_still_yields_a_record(pytester: pytest.Pytester, pack:
     result = run_suite(pytester, "-n", "2")
     run_dir = only_run_dir(pytester)
     # the killed worker could not remove its checkout
-    shutil.rmtree(Path(tempfile.gettempdir()) / "agentbench-work" / run_dir.name, True)
+    shutil.rmtree(work_root(run_dir.name), True)
     result.assert_outcomes(passed=1, failed=1)
     records = by_task(attempts(run_dir))
     assert set(records) == {"good-a", "crashy"}
