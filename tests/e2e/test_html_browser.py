@@ -15,6 +15,11 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.reporting.html import write_html
+
+try:  # the browser test needs it; a missing package skips (or fails under CI) below
+    from playwright.sync_api import expect
+except ImportError:  # pragma: no cover
+    expect = None  # type: ignore[assignment]
 from pytest_agentbench.reporting.synthetic import make_record, write_artifacts, write_run
 
 pytestmark = pytest.mark.e2e
@@ -28,10 +33,10 @@ def _require_browser() -> Any:
     if not Path(CHROMIUM).exists() and not os.environ.get("CI"):
         pytest.skip(f"Chromium not found at {CHROMIUM} (install Debian's `chromium`); "
                     "this test never skips under CI")
-    if os.environ.get("CI"):
-        from playwright.sync_api import sync_playwright
-    else:
-        sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
+    if not os.environ.get("CI"):
+        pytest.importorskip("playwright.sync_api")
+    from playwright.sync_api import sync_playwright
+
     return sync_playwright
 
 
@@ -82,26 +87,27 @@ def test_html_report_renders_and_drill_down_opens(tmp_path: Path) -> None:
 
             row = page.locator('tr.task:has-text("task-001")')
             drill = row.locator("xpath=following-sibling::tr[1]")
-            assert drill.is_hidden()
+            expect(drill).to_be_hidden()
             row.locator("button.open").click()
-            assert drill.is_visible()
+            expect(drill).to_be_visible()  # waits, unlike is_visible
             timeline = drill.locator("details", has_text="Event timeline")
-            assert timeline.locator("table.tl").is_visible()
-            assert timeline.locator("td", has_text="task_finished").is_visible()
+            expect(timeline.locator("table.tl")).to_be_visible()
+            expect(timeline.locator("td", has_text="task_finished")).to_be_visible()
             tools = drill.locator("details", has_text="Tool calls (3)").first
-            assert tools.locator("summary", has_text="step 1: read_file").is_visible()
+            expect(tools.locator("summary", has_text="step 1: read_file")).to_be_visible()
             tools.locator("summary", has_text="step 1: read_file").click()
-            assert tools.locator("pre", has_text="<script>alert(1)</script>").is_visible()
+            expect(tools.locator("pre", has_text="<script>alert(1)</script>")).to_be_visible()
             diff = drill.locator("pre.diff").last
-            assert diff.is_visible() and diff.locator("span.add").first.inner_text().startswith("+")
+            expect(diff).to_be_visible()
+            assert diff.locator("span.add").first.inner_text().startswith("+")
             convo = drill.locator("details", has_text="Conversation")
             convo.locator("summary").first.click()
             convo.locator("summary", has_text="tool").click()
-            assert convo.locator("pre", has_text="onerror").is_visible()
+            expect(convo.locator("pre", has_text="onerror")).to_be_visible()
 
             no_art = page.locator('tr.task:has-text("task-000")')
             no_art.locator("button.open").click()
-            assert page.locator("p.note", has_text="No artifact folder").first.is_visible()
+            expect(page.locator("p.note", has_text="No artifact folder").first).to_be_visible()
 
             page.fill("#task-filter", "invalid")
             assert page.locator("tr.task:visible").count() == 1
