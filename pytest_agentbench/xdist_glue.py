@@ -8,7 +8,8 @@ import pytest
 
 from pytest_agentbench.core.events import utc_now
 from pytest_agentbench.core.trial import attempt_id
-from pytest_agentbench.spec.records import AttemptRecord, Limits, Result, Timestamps
+from pytest_agentbench.core.trial_record import limits_of
+from pytest_agentbench.spec.records import AttemptRecord, Result, Timestamps
 from pytest_agentbench.spec.taxonomy import Reason
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ def crash_record(ab: AgentbenchConfig, report: pytest.TestReport) -> dict[str, A
     index = 0
     if "-attempt" in name:
         index = int(name.rsplit("-attempt", 1)[1].rstrip("]")) - 1
-    env, now = loaded.spec.environment, utc_now()
+    now = utc_now()
     record = AttemptRecord(
         run_id=ab.state.run_id,
         attempt_id=attempt_id(
@@ -59,13 +60,7 @@ def crash_record(ab: AgentbenchConfig, report: pytest.TestReport) -> dict[str, A
             if report.longrepr
             else "worker crashed",
         ),
-        limits=Limits(
-            timeout_sec=env.timeout_sec,
-            tool_timeout_sec=env.tool_timeout_sec,
-            max_steps=loaded.spec.agent.max_steps,
-            cpu_limit=env.cpu_limit,
-            mem_limit_mb=env.mem_limit_mb,
-        ),
+        limits=limits_of(loaded.spec),
         pytest_outcome="error",
     )
     return record.to_json_dict()

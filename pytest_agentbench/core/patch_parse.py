@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 from typing import Any, Literal
 
 from pytest_agentbench.core.ports import PathEscape
+from pytest_agentbench.core.workspace import fold_parts
 
 DEV_NULL = "/dev/null"
 HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$")
@@ -113,19 +113,7 @@ class FilePatch:
 
 def normalize_path(path: str) -> str:
     """Workspace-relative POSIX path with `.`/`..` folded; raises PathEscape when it leaves."""
-    if not path or "\0" in path:
-        raise PathEscape(f"invalid path {path!r}")
-    pure = PurePosixPath(path)
-    if pure.is_absolute():
-        raise PathEscape(f"{path}: absolute paths are not allowed in a patch")
-    parts: list[str] = []
-    for part in pure.parts:
-        if part == "..":
-            if not parts:
-                raise PathEscape(f"{path}: leaves the workspace")
-            parts.pop()
-        elif part != ".":
-            parts.append(part)
+    parts = fold_parts(path)
     if not parts:
         raise PathEscape(f"{path!r} names the workspace root, not a file")
     return "/".join(parts)

@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING
 
 from pytest_agentbench.core.events import utc_now
 from pytest_agentbench.spec.records import AttemptRecord, ImageInfo, Limits, Result, Timestamps
+from pytest_agentbench.spec.task import TaskSpec
 
 if TYPE_CHECKING:
     from pytest_agentbench.core.trial import Trial
 
 
 def build_record(trial: Trial, result: Result, started_at: str, duration: float) -> AttemptRecord:
-    env = trial.spec.environment
     outcome = trial.outcome
     return AttemptRecord(
         run_id=trial.cfg.run_id,
@@ -36,17 +36,23 @@ def build_record(trial: Trial, result: Result, started_at: str, duration: float)
         baseline_validation=trial.baseline,
         agent=trial.agent_stats,
         result=result,
-        limits=Limits(
-            timeout_sec=env.timeout_sec,
-            tool_timeout_sec=env.tool_timeout_sec,
-            max_steps=trial.spec.agent.max_steps,
-            cpu_limit=env.cpu_limit,
-            mem_limit_mb=env.mem_limit_mb,
-        ),
+        limits=limits_of(trial.spec),
         image=ImageInfo(name=trial.cfg.image, id=trial.cfg.image_id, digest=trial.cfg.image_digest),
         artifact_paths={
             "task_dir": trial.paths.rel.as_posix(),
             "failing_stdout": "logs/failing_stdout.txt",
             "passing_stdout": "logs/passing_stdout.txt",
         },
+    )
+
+
+def limits_of(spec: TaskSpec) -> Limits:
+    """The budgets a paired comparison must see equal on both sides."""
+    env = spec.environment
+    return Limits(
+        timeout_sec=env.timeout_sec,
+        tool_timeout_sec=env.tool_timeout_sec,
+        max_steps=spec.agent.max_steps,
+        cpu_limit=env.cpu_limit,
+        mem_limit_mb=env.mem_limit_mb,
     )

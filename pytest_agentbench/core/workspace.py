@@ -19,6 +19,27 @@ from pytest_agentbench.core.ports import PathEscape
 SKIP_DIRS = frozenset({".git"})
 
 
+def fold_parts(path: str) -> list[str]:
+    """The components of a workspace-relative POSIX path with `.` and `..` folded away; raises
+    PathEscape for an absolute path or one that climbs out. ([] is the workspace root.)"""
+    if not path or "\0" in path:
+        raise PathEscape(f"invalid path {path!r}")
+    pure = PurePosixPath(path)
+    if pure.is_absolute():
+        raise PathEscape(
+            f"{path}: absolute paths are not allowed; use a path relative to the workspace root"
+        )
+    parts: list[str] = []
+    for part in pure.parts:
+        if part == "..":
+            if not parts:
+                raise PathEscape(f"{path}: leaves the workspace")
+            parts.pop()
+        elif part != ".":
+            parts.append(part)
+    return parts
+
+
 class HostFiles:
     def __init__(self, root: Path, owner_uid: int | None = None) -> None:
         self.root = Path(os.path.realpath(root))
@@ -27,21 +48,7 @@ class HostFiles:
     # -- resolution -------------------------------------------------------------------------
     def relative(self, path: str) -> PurePosixPath:
         """Normalize a workspace-relative path; refuse absolute paths and `..` escapes."""
-        if not path or "\0" in path:
-            raise PathEscape(f"invalid path {path!r}")
-        pure = PurePosixPath(path)
-        if pure.is_absolute():
-            raise PathEscape(
-                f"{path}: absolute paths are not allowed; use a path relative to the workspace root"
-            )
-        parts: list[str] = []
-        for part in pure.parts:
-            if part == "..":
-                if not parts:
-                    raise PathEscape(f"{path}: leaves the workspace")
-                parts.pop()
-            elif part != ".":
-                parts.append(part)
+        parts = fold_parts(path)
         return PurePosixPath(*parts) if parts else PurePosixPath(".")
 
     def _resolved_parts(self, path: str) -> list[str]:

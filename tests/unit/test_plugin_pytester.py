@@ -499,3 +499,39 @@ def test_resume_of_a_directory_that_is_no_run(pytester: pytest.Pytester, standar
     assert result.ret == USAGE_ERROR
     assert "no run.json there (not a run directory)" in result.stderr.str()
     assert "Traceback" not in output(result)
+
+
+# --------------------------------------------------------------------------- third-party agents
+
+THIRD_PARTY_CONFTEST = '''
+from pytest_agentbench.core.agent_api import AgentOutcome
+
+
+class WriteGood:
+    name = "write-good"
+
+    def run(self, ctx):
+        result = ctx.toolbox.call("write_file", {"path": "value.txt", "content": "good\\n"})
+        return AgentOutcome("done", summary=f"wrote: {result.ok}", steps=1)
+
+
+def pytest_agentbench_agents():
+    return {"write-good": WriteGood}
+'''
+
+
+def test_a_plugin_hook_registers_an_agent(pytester: pytest.Pytester, pack: Pack) -> None:
+    pack.task("good-a", oracle=False)
+    pytester.makeconftest(THIRD_PARTY_CONFTEST)
+    result = run_suite(pytester, "--agentbench-variant", "write-good")
+    result.assert_outcomes(passed=1)
+    (record,) = attempts(only_run_dir(pytester))
+    assert record["variant"] == "write-good" and record["agent"]["changed_files"] == ["value.txt"]
+
+
+def test_unknown_agent_is_a_usage_error(pytester: pytest.Pytester, pack: Pack) -> None:
+    pack.task("good-a")
+    result = run_suite(pytester, "--agentbench-variant", "no-such-agent")
+    assert result.ret == USAGE_ERROR
+    assert "unknown agent 'no-such-agent'" in result.stderr.str()
+    assert "Traceback" not in output(result)
