@@ -169,7 +169,7 @@ def _make_config(config: pytest.Config, suites: list[str]) -> AgentbenchConfig:
             f"known: {', '.join(sorted(factories))}"
         )
     if variant.agent == "llm_v0":
-        from pytest_agentbench.agents.llm_v0 import check_config
+        from pytest_agentbench.agents.llm_config import check_config
 
         check_config(variant.config(), options["llm"])  # one usage error, not N failed attempts
     ab = AgentbenchConfig(

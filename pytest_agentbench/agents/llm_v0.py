@@ -27,11 +27,10 @@ import hashlib
 import json
 import re
 import time
-from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
+from pytest_agentbench.agents.llm_config import DEFAULTS, Budget, check_config, load_prompt
 from pytest_agentbench.core.agent_api import AgentContext, AgentError, AgentOutcome
 from pytest_agentbench.core.events import utc_now
 from pytest_agentbench.core.output import truncate
@@ -45,54 +44,16 @@ from pytest_agentbench.llm import (
     LLMRequestError,
     ModelConfigError,
     Redactor,
-    ResolvedModelConfig,
     ToolCall,
-    resolve_model_config,
 )
 from pytest_agentbench.spec.records import ModelInfo, Usage
 from pytest_agentbench.spec.taxonomy import Reason
 
-DEFAULTS: dict[str, Any] = {
-    "prompt": "system_v1",  # llm/prompts/<prompt>.txt
-    "stuck_after": 4,
-    "max_patch_rejections": 3,
-    "max_noop": 3,
-    "stuck_on": "tests",  # tests: only runs of the test commands (or pytest) | all: every run
-    "failing_output_chars": 8000,  # of the baseline output in the first observation
-    "observation_chars": 16000,  # per tool result
-}
 EDIT_TOOLS = frozenset({"apply_patch", "write_file", "remove_file"})
 KNOWN_TOOLS = frozenset(s["function"]["name"] for s in TOOL_SCHEMAS)
 CHARS_PER_TOKEN = 4
 _TEST_RUNNER = re.compile(r"\bpytest\b")
 _SPACES = re.compile(r"\s+")
-
-
-def load_prompt(name: str) -> tuple[str, str]:
-    """(text, version) of `llm/prompts/<name>.txt`; version is `<name>@sha256:<hex>`."""
-    if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
-        raise ModelConfigError(f"prompt {name!r}: expected a prompt file name like system_v1")
-    res = resources.files("pytest_agentbench.llm").joinpath("prompts").joinpath(f"{name}.txt")
-    try:
-        data = res.read_bytes()
-    except FileNotFoundError:
-        raise ModelConfigError(f"prompt {name!r}: no llm/prompts/{name}.txt") from None
-    return data.decode("utf-8"), f"{name}@sha256:{hashlib.sha256(data).hexdigest()}"
-
-
-def check_config(variant: dict[str, Any], cli: dict[str, Any] | None = None,
-                 ) -> ResolvedModelConfig:
-    """Resolve and validate a variant's model settings, prompt and API key without calling the
-    model, so a run can fail once at start-up instead of in every attempt. `variant` is
-    `Variant.config()`; raises ModelConfigError with a one-line message."""
-    resolved = resolve_model_config(cli=cli, variant=variant.get("model"))
-    resolved.chat_params()  # no model configured
-    load_prompt(str((variant.get("params") or {}).get("prompt") or DEFAULTS["prompt"]))
-    key, _ = resolved.api_key()
-    if key is None and resolved.preset.requires_key:
-        raise ModelConfigError(f"preset {resolved.preset.name!r} needs an API key: set one of "
-                               + ", ".join(resolved.key_env_names()))
-    return resolved
 
 
 class LLMAgent:
@@ -103,26 +64,6 @@ class LLMAgent:
 
     def run(self, ctx: AgentContext) -> AgentOutcome:
         return _Run(ctx, self.transport).loop()
-
-
-@dataclass
-class _Budget:
-    max_steps: int | None = None
-    max_tokens_total: int | None = None
-    max_cost_usd: float | None = None
-    max_wall_sec: float | None = None
-
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> _Budget:
-        def num(key: str) -> float | None:
-            value = raw.get(key)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                return None
-            return float(value)
-
-        steps, tokens = num("max_steps"), num("max_tokens_total")
-        return cls(None if steps is None else int(steps), None if tokens is None else int(tokens),
-                   num("max_cost_usd"), num("max_wall_sec"))
 
 
 class _Stop(Exception):
@@ -137,7 +78,7 @@ class _Run:
         self.ctx, params = ctx, ctx.params
         variant = params.get("_variant") or {}
         self.cfg = {**DEFAULTS, **{k: params[k] for k in DEFAULTS if params.get(k) is not None}}
-        self.budget = _Budget.from_dict(variant.get("budgets") or {})
+        self.budget = Budget.from_dict(variant.get("budgets") or {})
         caps = [n for n in (ctx.max_steps, params.get("max_steps")) if isinstance(n, int) and n > 0]
         self.max_steps = min(caps) if caps else 30
         try:

@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.agents.llm_v0 import LLMAgent, _Run, check_config, load_prompt
+from pytest_agentbench.agents.llm_config import check_config, load_prompt
+from pytest_agentbench.agents.llm_v0 import LLMAgent, _Run
 from pytest_agentbench.core.agent_api import AgentContext, AgentError, AgentOutcome
 from pytest_agentbench.core.events import EventSink
 from pytest_agentbench.core.tool_results import ErrorType, ToolResult
