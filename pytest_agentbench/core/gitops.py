@@ -87,3 +87,14 @@ def dirty_tracked_files(sandbox: Sandbox, timeout_sec: float = 60) -> tuple[list
     status, _, stat = result.stdout.partition("@@stat@@\n")
     files = sorted(line[3:] for line in status.splitlines() if line.strip())
     return files, stat.strip()
+
+
+def untracked_files(sandbox: Sandbox, timeout_sec: float = 60) -> list[str]:
+    """Files in the workspace that git does not track, ignored ones included, minus the junk
+    that is never part of a snapshot (caches, bytecode)."""
+    result = sandbox.exec(
+        f"{_GIT} ls-files --others -z -- . {_pathspec()}", timeout_sec=timeout_sec
+    )
+    if not result.ok:
+        raise SnapshotError(f"git ls-files failed: {result.stderr.strip()[-300:]}")
+    return sorted(name for name in result.stdout.split("\0") if name)

@@ -18,7 +18,12 @@ from pytest_agentbench.core import baseline as baseline_mod
 from pytest_agentbench.core.agent_api import Agent, AgentContext, AgentError, AgentOutcome
 from pytest_agentbench.core.envcache import cache_key, copy_tree
 from pytest_agentbench.core.events import EventSink, utc_now
-from pytest_agentbench.core.gitops import APPLY_PATCH, SnapshotError, dirty_tracked_files
+from pytest_agentbench.core.gitops import (
+    APPLY_PATCH,
+    SnapshotError,
+    dirty_tracked_files,
+    untracked_files,
+)
 from pytest_agentbench.core.phases import PhaseTimer
 from pytest_agentbench.core.ports import (
     ExecResult,
@@ -206,11 +211,23 @@ class Trial:
                 )
             self.setup.ok = True
             if key and commands and self.cfg.env_cache:
-                self.cfg.env_cache.save(key, self.env_dir)
+                self._save_env_snapshot(sandbox, key)
         if commands:  # the agent never gets the setup sandbox (writable /env, caches, network)
             sandbox.close()
             sandbox = self._open(network=agent_net, phase="agent")
         return sandbox
+
+    def _save_env_snapshot(self, sandbox: Sandbox, key: str) -> None:
+        """A snapshot holds /env only: a setup that also left files in the workspace (an
+        in-place build, an egg-info) would be incomplete on reuse, so it is not cached."""
+        leftovers = untracked_files(sandbox)
+        if leftovers:
+            self.environment["env_cache"]["not_saved"] = (
+                f"setup left files in the workspace: {', '.join(leftovers[:5])}"
+            )
+            return
+        assert self.cfg.env_cache is not None
+        self.cfg.env_cache.save(key, self.env_dir)
 
     def _run_setup_commands(self, sandbox: Sandbox, commands: list[str]) -> None:
         budget_end = time.monotonic() + self.spec.environment.setup_timeout_sec

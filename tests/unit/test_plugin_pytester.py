@@ -535,3 +535,42 @@ def test_unknown_agent_is_a_usage_error(pytester: pytest.Pytester, pack: Pack) -
     assert result.ret == USAGE_ERROR
     assert "unknown agent 'no-such-agent'" in result.stderr.str()
     assert "Traceback" not in output(result)
+
+
+# --------------------------------------------------------------------------- env snapshots
+
+
+def setup_task(pack: Pack, task_id: str, setup: str) -> None:
+    pack.write(task_id, "\n".join([
+        "task_spec_version: 1", f"id: {task_id}", f"suite: {SUITE}",
+        "repo:", "  url: ../../_repos/tiny", f"  commit: {pack.commit}",
+        "setup:", f"  commands: [{json.dumps(setup)}]",
+        "validation:", f"  failing_command: {json.dumps(FIXED)}",
+        f"  passing_command: {json.dumps(FIXED)}",
+    ]) + "\n")
+    (pack.root / SUITE / task_id / "oracle.patch").write_text(ORACLE_PATCH)
+
+
+def environment_of(pytester: pytest.Pytester, task_id: str) -> dict[str, Any]:
+    run_dir = run_dirs(pytester)[-1]
+    return json.loads((run_dir / "tasks" / task_id / "meta" / "environment.json").read_text())
+
+
+def test_env_snapshot_is_reused_on_the_second_run(pytester: pytest.Pytester, pack: Pack) -> None:
+    setup_task(pack, "envy", 'mkdir -p "$PYTHONUSERBASE/m" && touch "$PYTHONUSERBASE/m/x"')
+    cache = pytester.path / "env-cache"
+    for expected_reuse in (False, True):
+        run_suite(pytester, f"--agentbench-env-cache={cache}").assert_outcomes(passed=1)
+        record = attempts(run_dirs(pytester)[-1])[0]
+        assert record["setup"]["reused_snapshot"] is expected_reuse
+    assert len([p for p in cache.iterdir() if not p.name.startswith(".")]) == 1
+
+
+def test_setup_that_writes_into_the_workspace_is_not_snapshotted(
+    pytester: pytest.Pytester, pack: Pack
+) -> None:
+    setup_task(pack, "inplace", "echo built > built.txt")
+    cache = pytester.path / "env-cache"
+    run_suite(pytester, f"--agentbench-env-cache={cache}").assert_outcomes(passed=1)
+    assert "built.txt" in environment_of(pytester, "inplace")["env_cache"]["not_saved"]
+    assert not cache.exists() or list(cache.iterdir()) == []
