@@ -117,7 +117,23 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_XdistController(ab), "agentbench-xdist")
 
 
+def _check_rootdir(config: pytest.Config) -> None:
+    """`--agentbench-out DIR` with a space: pytest's early argument scan, which does not know
+    plugin options yet, takes an existing DIR for a test path and may make it the rootdir,
+    silently dropping the project's ini file. Say so instead."""
+    args = list(config.invocation_params.args)
+    for name in ("agentbench_out", "agentbench_resume", "agentbench_taskpacks"):
+        value, flag = config.getoption(name), "--" + name.replace("_", "-")
+        space_form = any(a == flag and b == value for a, b in zip(args, args[1:], strict=False))
+        if space_form and Path(value).resolve() == config.rootpath.resolve():
+            raise ValueError(
+                f"pytest took {value} as its rootdir; write {flag}={value} "
+                "(with '=') so it is read as the option's value"
+            )
+
+
 def _make_config(config: pytest.Config, suites: list[str]) -> AgentbenchConfig:
+    _check_rootdir(config)
     opt = config.getoption
     ini = config.getini
     resume = opt("agentbench_resume")

@@ -574,3 +574,4 @@ def test_setup_that_writes_into_the_workspace_is_not_snapshotted(
     run_suite(pytester, f"--agentbench-env-cache={cache}").assert_outcomes(passed=1)
     assert "built.txt" in environment_of(pytester, "inplace")["env_cache"]["not_saved"]
     assert not cache.exists() or list(cache.iterdir()) == []
+
