@@ -18,8 +18,8 @@ from pytest_agentbench.variants import agent_factories, make_agent
 from pytest_agentbench.xdist_glue import worker_id
 
 if TYPE_CHECKING:
+    from pytest_agentbench.active import AgentbenchConfig
     from pytest_agentbench.core.ports import SandboxFactory
-    from pytest_agentbench.plugin import AgentbenchConfig
     from pytest_agentbench.repos.mirror import MirrorCache
 
 

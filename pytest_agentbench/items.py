@@ -11,7 +11,7 @@ from pytest_agentbench.spec.loader import LoadedTask, TaskProblem
 from pytest_agentbench.spec.taxonomy import blame
 
 if TYPE_CHECKING:
-    from pytest_agentbench.plugin import AgentbenchConfig
+    from pytest_agentbench.active import AgentbenchConfig
 
 
 class AgentFailure(Exception):

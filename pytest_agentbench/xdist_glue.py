@@ -13,7 +13,7 @@ from pytest_agentbench.spec.records import AttemptRecord, Result, Timestamps
 from pytest_agentbench.spec.taxonomy import Reason
 
 if TYPE_CHECKING:
-    from pytest_agentbench.plugin import AgentbenchConfig
+    from pytest_agentbench.active import AgentbenchConfig
 
 
 def is_worker(config: pytest.Config) -> bool:
