@@ -8,9 +8,11 @@ are followed; anything that leaves it raises PathEscape.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 from pytest_agentbench.core.globs import matches_any
@@ -38,6 +40,28 @@ def fold_parts(path: str) -> list[str]:
         elif part != ".":
             parts.append(part)
     return parts
+
+
+def chown_tree(root: Path, uid: int, gid: int) -> None:
+    """Give a tree to uid:gid without following symlinks (a link in a repo may point anywhere
+    on the host); entries already owned right are only stat-ed, so repeat calls are cheap."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in [".", *dirnames, *filenames]:
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            if st.st_uid != uid or st.st_gid != gid:
+                os.lchown(path, uid, gid)
+
+
+@contextlib.contextmanager
+def _refuse_symlink(path: str) -> Iterator[None]:
+    """O_NOFOLLOW on the last component fails with ELOOP: report it as an escape."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise PathEscape(f"{path}: is a symlink") from exc
+        raise
 
 
 class HostFiles:
@@ -89,11 +113,8 @@ class HostFiles:
             raise IsADirectoryError(path)
         dfd = self._open_dir(parts[:-1])
         try:
-            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dfd)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise PathEscape(f"{path}: is a symlink") from exc
-            raise
+            with _refuse_symlink(path):
+                fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dfd)
         finally:
             os.close(dfd)
         with os.fdopen(fd, "rb") as handle:
@@ -108,14 +129,11 @@ class HostFiles:
         dfd = self._open_dir(parts[:-1], create=True)
         try:
             flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
-            fd = os.open(parts[-1], flags, 0o664, dir_fd=dfd)
+            with _refuse_symlink(path):
+                fd = os.open(parts[-1], flags, 0o664, dir_fd=dfd)
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
             self._chown(parts[-1], dfd)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise PathEscape(f"{path}: is a symlink") from exc
-            raise
         finally:
             os.close(dfd)
 

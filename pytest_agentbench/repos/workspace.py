@@ -11,6 +11,7 @@ import os
 import shutil
 from pathlib import Path
 
+from pytest_agentbench.core.workspace import chown_tree
 from pytest_agentbench.repos.gitcmd import RepoError, run_git
 
 GIT_USER = ("agentbench", "agentbench@localhost")
@@ -69,18 +70,10 @@ def hand_over(dest: Path, owner_uid: int | None, timeout: float) -> None:
     """
     if owner_uid is None or owner_uid == os.geteuid() or os.geteuid() != 0:
         return
-    _chown_tree(dest, owner_uid)
+    chown_tree(dest, owner_uid, owner_uid)
     # chown changed every ctime; refresh the index so the first `git status` stays cheap.
     run_git([*workspace_git_args(dest), "update-index", "-q", "--refresh"], timeout=timeout)
     os.chown(dest / ".git" / "index", owner_uid, owner_uid)
-
-
-def _chown_tree(root: Path, uid: int) -> None:
-    """chown without following symlinks: a link in the repo may point anywhere on the host."""
-    os.chown(root, uid, uid, follow_symlinks=False)
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            os.chown(os.path.join(dirpath, name), uid, uid, follow_symlinks=False)
 
 
 def clear_dir(dest: Path) -> None:

@@ -20,7 +20,6 @@ import signal
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 import docker
@@ -28,7 +27,7 @@ import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 
 from pytest_agentbench.core.ports import ExecResult, Files, SandboxError, SandboxSpec
-from pytest_agentbench.core.workspace import HostFiles
+from pytest_agentbench.core.workspace import HostFiles, chown_tree
 from pytest_agentbench.sandbox import local
 from pytest_agentbench.sandbox.docker_policy import BASE_LABEL as BASE_LABEL
 from pytest_agentbench.sandbox.docker_policy import CA_PATH as CA_PATH
@@ -106,14 +105,6 @@ def remove_live_containers() -> int:
         with contextlib.suppress(SandboxError):
             remove_container(client.api, container_id)
     return len(live)
-
-
-def _chown_tree(root: Path, uid: int, gid: int) -> None:
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in [".", *dirnames, *filenames]:
-            path = os.path.join(dirpath, name)
-            if os.lstat(path).st_uid != uid:
-                os.lchown(path, uid, gid)
 
 
 def _drain(stream: Iterator[tuple[bytes | None, bytes | None]], out: OutputBuffer,
@@ -352,7 +343,7 @@ class DockerSandboxFactory:
         for path in writable:
             path.mkdir(parents=True, exist_ok=True)
             if hasattr(os, "geteuid") and os.geteuid() == 0:
-                _chown_tree(path, uid, gid)
+                chown_tree(path, uid, gid)
 
     def forget(self, container_id: str) -> None:
         with self._lock:
