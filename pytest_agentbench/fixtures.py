@@ -15,6 +15,7 @@ import pytest
 from pytest_agentbench.hostenv import env_cache, owner_uid, pip_cache_dir, work_root
 from pytest_agentbench.items import AB_KEY, TaskError, failure_text, is_error
 from pytest_agentbench.variants import agent_factories, make_agent
+from pytest_agentbench.version import harness_version
 from pytest_agentbench.xdist_glue import worker_id
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ def agentbench_attempt(
         image=ab.image.get("name") or "local",
         image_id=ab.image.get("id"),
         image_digest=ab.image.get("digest"),
-        harness_version=_harness_version(),
+        harness_version=harness_version(),
         attempt_index=index,
         attempt_label=f"attempt-{index + 1}" if ab.attempts > 1 else None,
         worker=worker,
@@ -126,9 +127,3 @@ def agentbench_attempt(
     if is_error(record):
         raise TaskError(failure_text(record))
     return record
-
-
-def _harness_version() -> str:
-    from pytest_agentbench.version import harness_version
-
-    return harness_version()

@@ -11,6 +11,7 @@ from pytest_agentbench.core.trial import attempt_id
 from pytest_agentbench.core.trial_record import limits_of
 from pytest_agentbench.spec.records import AttemptRecord, Result, Timestamps
 from pytest_agentbench.spec.taxonomy import Reason
+from pytest_agentbench.version import harness_version
 
 if TYPE_CHECKING:
     from pytest_agentbench.active import AgentbenchConfig
@@ -48,7 +49,7 @@ def crash_record(ab: AgentbenchConfig, report: pytest.TestReport) -> dict[str, A
         attempt_index=index,
         task_spec_version=loaded.spec.task_spec_version,
         task_commit=loaded.spec.repo.commit,
-        harness_version=_version(),
+        harness_version=harness_version(),
         worker=_worker_name(report),
         timestamps=Timestamps(started_at=now, ended_at=now),
         duration_sec=0.0,
@@ -70,9 +71,3 @@ def _worker_name(report: pytest.TestReport) -> str:
     node = getattr(report, "node", None)
     workerinput = getattr(node, "workerinput", None) or {}
     return str(workerinput.get("workerid") or "worker")
-
-
-def _version() -> str:
-    from pytest_agentbench.version import harness_version
-
-    return harness_version()
