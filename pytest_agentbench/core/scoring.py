@@ -1,23 +1,45 @@
-"""The verdict after the agent: the passing command's exit code decides, nothing it prints.
+"""The verdict after the agent: the passing command's exit status decides, as observed by the
+sandbox (never a line the command printed), and where pytest runs, its junit results must agree.
 
 Which reason a failure gets is a fixed order: an edit-policy violation first (whatever the tests
 say, an out-of-bounds change does not count), then a scoring timeout, then the agent's own
-verdict (stuck, gave up, ...), then an overrun of the task budget, then plain TESTS_FAILED.
+verdict (stuck, gave up, ...), then an overrun of the task budget, then plain TESTS_FAILED. An exit
+status of 0 passes only if the evidence agrees: the results file exists when it is required, it
+reports no failure or error and at least one passed test, and every expected test passed.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pytest_agentbench.core.agent_api import AgentOutcome
+from pytest_agentbench.core.evidence import TestEvidence
 from pytest_agentbench.core.ports import ExecResult
 from pytest_agentbench.core.signatures import signature
 from pytest_agentbench.spec.records import Result
 from pytest_agentbench.spec.taxonomy import Reason
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """What scoring saw besides the exit status."""
+
+    results: TestEvidence | None = None
+    results_required: bool = False
+    results_problem: str | None = None  # the file existed but could not be read
+    expected_tests: tuple[str, ...] = ()
+
+
 def verdict(
-    result: ExecResult, outcome: AgentOutcome, violation: str | None, over_budget: bool
+    result: ExecResult,
+    outcome: AgentOutcome,
+    violation: str | None,
+    over_budget: bool,
+    evidence: Evidence | None = None,
 ) -> Result:
+    evidence = evidence or Evidence()
     sig = signature(result.exit_code, result.stdout, result.stderr)
+    counts = _counts(evidence.results)
     if violation:
         return Result(
             passed=False,
@@ -26,9 +48,21 @@ def verdict(
             failure_reason=Reason.TOOL_ERROR,
             sub_reason="EDIT_NOT_ALLOWED",
             summary=violation,
+            **counts,
         )
     if result.ok:
-        return Result(passed=True, exit_code=0, summary="passing_command exited 0")
+        contradiction = _contradiction(evidence)
+        if contradiction is None:
+            return Result(passed=True, exit_code=0, summary=_pass_summary(evidence), **counts)
+        return Result(
+            passed=False,
+            exit_code=0,
+            failure_reason=Reason.TESTS_FAILED,
+            sub_reason=contradiction[0],
+            signature=sig,
+            summary=contradiction[1],
+            **counts,
+        )
     sub: str | None
     if result.timed_out:
         reason, sub = Reason.TIMEOUT, "PASSING_COMMAND_TIMEOUT"
@@ -49,4 +83,46 @@ def verdict(
         sub_reason=sub,
         signature=sig,
         summary=summary,
+        **counts,
     )
+
+
+def _contradiction(evidence: Evidence) -> tuple[str, str] | None:
+    """(sub_reason, summary) when an exit status of 0 is not backed by the test results."""
+    results = evidence.results
+    if evidence.results_problem:
+        return "RESULTS_UNREADABLE", f"passing_command exited 0 but {evidence.results_problem}"
+    if results is None:
+        if evidence.results_required or evidence.expected_tests:
+            return (
+                "RESULTS_MISSING",
+                "passing_command exited 0 but pytest wrote no test results: the test run "
+                "ended before pytest reported (an exit forced by the code under test?)",
+            )
+        return None
+    if results.failed or results.errors:
+        return (
+            "EXIT_STATUS_CONTRADICTS_RESULTS",
+            f"passing_command exited 0 but pytest reported {results.failed} failed and "
+            f"{results.errors} errors",
+        )
+    if results.passed == 0:
+        return "NO_TESTS_PASSED", "passing_command exited 0 but no test passed"
+    missing = [t for t in evidence.expected_tests if results.outcome_of(t) != "passed"]
+    if missing:
+        shown = ", ".join(f"{t} ({results.outcome_of(t) or 'not run'})" for t in missing[:5])
+        return "EXPECTED_TESTS_NOT_PASSED", f"expected tests did not pass: {shown}"
+    return None
+
+
+def _pass_summary(evidence: Evidence) -> str:
+    results = evidence.results
+    if results is None:
+        return "passing_command exited 0"
+    return f"passing_command exited 0; {results.passed} passed, {results.skipped} skipped"
+
+
+def _counts(results: TestEvidence | None) -> dict[str, int | None]:
+    if results is None:
+        return {"tests_passed": None, "tests_failed": None}
+    return {"tests_passed": results.passed, "tests_failed": results.failed + results.errors}

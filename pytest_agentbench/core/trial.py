@@ -15,6 +15,7 @@ import traceback
 from typing import Any
 
 from pytest_agentbench.core import baseline as baseline_mod
+from pytest_agentbench.core import evidence as evidence_mod
 from pytest_agentbench.core.agent_api import Agent, AgentContext, AgentError, AgentOutcome
 from pytest_agentbench.core.envcache import cache_key, copy_tree
 from pytest_agentbench.core.events import EventSink, utc_now
@@ -31,13 +32,15 @@ from pytest_agentbench.core.ports import (
     SandboxError,
     SandboxFactory,
 )
+from pytest_agentbench.core.protection import protected_globs, pytest_config_change
 from pytest_agentbench.core.recording import RecordingToolbox
 from pytest_agentbench.core.rundir import AttemptPaths, write_json
-from pytest_agentbench.core.scoring import verdict
+from pytest_agentbench.core.scoring import Evidence, verdict
 from pytest_agentbench.core.signatures import sha256
 from pytest_agentbench.core.tools import Toolbox, ToolPolicy
 from pytest_agentbench.core.trial_config import TrialConfig, attempt_id, sandbox_spec
 from pytest_agentbench.core.trial_record import build_record
+from pytest_agentbench.core.workspace import HostFiles
 from pytest_agentbench.repos import MirrorCache, RepoError, resolve_source
 from pytest_agentbench.spec.loader import LoadedTask
 from pytest_agentbench.spec.records import (
@@ -48,6 +51,13 @@ from pytest_agentbench.spec.records import (
     SetupInfo,
 )
 from pytest_agentbench.spec.taxonomy import Reason
+
+try:  # TEMPORARY until the sandbox side (core/ports.py) lands SandboxExited
+    from pytest_agentbench.core.ports import SandboxExited  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover
+
+    class SandboxExited(SandboxError):  # type: ignore[no-redef]
+        pass
 
 
 class Failure(Exception):
@@ -91,7 +101,8 @@ class Trial:
         started_at, start = utc_now(), time.monotonic()
         self.deadline = start + self.spec.environment.timeout_sec
         self.events.emit("task_started", variant=self.cfg.variant, worker=self.cfg.worker)
-        self.paths.root.joinpath("task.yaml").write_text(self.task.raw_text, "utf-8")
+        frozen = self.cfg.redact(self.task.raw_text)
+        self.paths.root.joinpath("task.yaml").write_text(frozen, "utf-8")
         try:
             result = self._pipeline()
         except Failure as failure:
@@ -270,11 +281,21 @@ class Trial:
         if verdict.reason is not None:
             raise Failure(verdict.reason, verdict.summary, verdict.sub_reason)
 
+    def _protected_globs(self, sandbox: Sandbox) -> list[str]:
+        """The task's read-only globs plus, unless it opts out, its test infrastructure."""
+        globs = list(self.spec.agent.readonly_globs)
+        if getattr(self.spec.agent, "protect_test_infra", True):
+            validation = self.spec.validation
+            commands = [validation.failing_command, validation.passing_command]
+            globs += [g for g in protected_globs(commands, sandbox.files) if g not in globs]
+        self.environment["readonly_globs"] = globs
+        return globs
+
     def _agent(self, sandbox: Sandbox) -> RecordingToolbox:
         agent_spec = self.spec.agent
         policy = ToolPolicy(
             editable_globs=agent_spec.editable_globs,
-            readonly_globs=list(agent_spec.readonly_globs),
+            readonly_globs=self._protected_globs(sandbox),
             allow_file_write=agent_spec.allow_file_write,
             max_changed_files=agent_spec.max_changed_files,
             max_lines_changed=agent_spec.max_lines_changed,
@@ -301,6 +322,8 @@ class Trial:
         )
         try:
             self.outcome = self.agent.run(ctx)
+        except SandboxExited as exc:
+            raise self._killed_sandbox(toolbox, exc) from exc
         except AgentError as exc:  # infrastructure (LLM_ERROR, ...): keep what was spent
             self.outcome = AgentOutcome(
                 "error",
@@ -337,10 +360,15 @@ class Trial:
             )
         try:
             violation = toolbox.final_diff_violation()
+        except SandboxExited as exc:
+            raise self._killed_sandbox(toolbox, exc) from exc
         except SnapshotError as exc:
             raise Failure(
                 Reason.TOOL_ERROR, f"workspace unreadable: {exc}", "WORKSPACE_UNREADABLE"
             ) from exc
+        if violation is None and getattr(self.spec.agent, "protect_test_infra", True):
+            pristine = HostFiles(self.workspace / "pristine")
+            violation = pytest_config_change(pristine, agent_sandbox.files, toolbox.changed_files)
         self.agent_stats = toolbox.stats(outcome)
         agent_sandbox.close()
         sandbox = self._open(
@@ -360,20 +388,62 @@ class Trial:
                     f"pre-agent workspace: {applied.stderr.strip()[-200:]}",
                     "DIFF_NOT_APPLICABLE",
                 )
+        return self._run_scored(sandbox, outcome, violation)
+
+    def _run_scored(self, sandbox: Sandbox, outcome: AgentOutcome, violation: str | None) -> Result:
+        """The passing command, its exit status as the sandbox observed it, and pytest's results
+        read back from a file the test run was told to write (core/evidence.py)."""
+        validation = self.spec.validation
+        mode = getattr(validation, "results", "auto")
+        wanted = mode == "junit" or bool(validation.expected_failing_tests) or (
+            mode == "auto" and evidence_mod.runs_pytest(validation.passing_command)
+        )
+        path = evidence_mod.results_path()
+        env = evidence_mod.results_env(path) if mode != "exit_code" else {}
         result = self._exec(
             sandbox,
             "score",
-            self.spec.validation.passing_command,
+            validation.passing_command,
             self.spec.environment.tool_timeout_sec,
             log="passing",
+            env=env,
         )
-        return verdict(result, outcome, violation, self.agent_overran)
+        results, problem = None, None
+        if env:
+            try:
+                results = evidence_mod.collect(sandbox, path)
+            except evidence_mod.EvidenceError as exc:
+                problem = str(exc)
+        evidence = Evidence(
+            results=results,
+            results_required=wanted,
+            results_problem=problem,
+            expected_tests=tuple(validation.expected_failing_tests or ()),
+        )
+        self.environment["scoring"] = {
+            "results_mode": mode,
+            "results_required": wanted,
+            "results_found": results is not None,
+        }
+        return verdict(result, outcome, violation, self.agent_overran, evidence)
+
+    def _killed_sandbox(self, toolbox: RecordingToolbox, exc: SandboxExited) -> Failure:
+        return Failure(
+            Reason.AGENT_KILLED_SANDBOX,
+            f"the agent's sandbox stopped during or after step {toolbox.step}: {exc}",
+        )
 
     # -- helpers ----------------------------------------------------------------------------------
     def _exec(
-        self, sandbox: Sandbox, phase: str, command: str, timeout: float, log: str | None = None
+        self,
+        sandbox: Sandbox,
+        phase: str,
+        command: str,
+        timeout: float,
+        log: str | None = None,
+        env: dict[str, str] | None = None,
     ) -> ExecResult:
-        result = sandbox.exec(command, timeout_sec=max(1.0, timeout))
+        result = sandbox.exec(command, timeout_sec=max(1.0, timeout), env=env)
         name = log or phase
         for stream in ("stdout", "stderr"):
             text = getattr(result, f"full_{stream}") or getattr(result, stream)

@@ -26,6 +26,7 @@ class Reason(StrEnum):
     AGENT_GAVE_UP = "AGENT_GAVE_UP"
     AGENT_STUCK = "AGENT_STUCK"
     AGENT_NO_PROGRESS = "AGENT_NO_PROGRESS"
+    AGENT_KILLED_SANDBOX = "AGENT_KILLED_SANDBOX"  # a command of the agent's took its sandbox down
 
 
 BLAME: dict[Reason, Blame] = {
@@ -41,6 +42,7 @@ BLAME: dict[Reason, Blame] = {
     Reason.AGENT_GAVE_UP: "agent",
     Reason.AGENT_STUCK: "agent",
     Reason.AGENT_NO_PROGRESS: "agent",
+    Reason.AGENT_KILLED_SANDBOX: "agent",
 }
 
 TASK_INVALID = frozenset(r for r, b in BLAME.items() if b == "task")

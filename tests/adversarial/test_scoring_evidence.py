@@ -1,0 +1,147 @@
+"""Issue 8 item 3, unit level: the verdict needs evidence the code under test cannot forge by
+printing or by forcing the exit status, and the test infrastructure is read-only by default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_agentbench.core.agent_api import AgentOutcome
+from pytest_agentbench.core.evidence import EvidenceError, junit_id, parse, runs_pytest
+from pytest_agentbench.core.ports import ExecResult
+from pytest_agentbench.core.protection import protected_globs, pytest_config_change
+from pytest_agentbench.core.scoring import Evidence, verdict
+from pytest_agentbench.core.workspace import HostFiles
+
+pytestmark = [pytest.mark.adversarial, pytest.mark.unit]
+
+JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="0"
+failures="{failures}" skipped="0" tests="3"><testcase classname="tests.test_mathx" name="test_mean"
+time="0.001">{mean_child}</testcase><testcase classname="tests.test_mathx.TestMedian"
+name="test_even[2-3]" time="0.001"/><testcase classname="tests.test_text" name="test_title"
+time="0.001"/></testsuite></testsuites>"""
+
+
+def junit(mean_fails: bool = False) -> str:
+    child = '<failure message="assert 1 == 2">boom</failure>' if mean_fails else ""
+    return JUNIT.format(failures=int(mean_fails), mean_child=child)
+
+
+def ok(code: int = 0) -> ExecResult:
+    return ExecResult(exit_code=code, stdout="", stderr="", duration_ms=5)
+
+
+def test_junit_ids_follow_pytest_mangling() -> None:
+    assert junit_id("tests/test_mathx.py::test_mean") == "tests.test_mathx.test_mean"
+    assert junit_id("tests/test_mathx.py::TestMedian::test_even[2-3]") == (
+        "tests.test_mathx.TestMedian.test_even[2-3]"
+    )
+    assert junit_id("tests/test_x.py::test_p[a/b.py]") == "tests.test_x.test_p[a/b.py]"
+
+
+def test_parse_counts_and_outcomes() -> None:
+    results = parse(junit(mean_fails=True))
+    assert (results.tests, results.failed, results.errors, results.passed) == (3, 1, 0, 2)
+    assert results.outcome_of("tests/test_mathx.py::test_mean") == "failed"
+    assert results.outcome_of("tests/test_mathx.py::TestMedian::test_even[2-3]") == "passed"
+    assert results.outcome_of("tests/test_mathx.py::test_missing") is None
+
+
+@pytest.mark.parametrize("text", [
+    "not xml", "<html/>",
+    '<!DOCTYPE x [<!ENTITY a "aaaa">]><testsuites>&a;</testsuites>',
+])
+def test_unreadable_results_are_refused(text: str) -> None:
+    with pytest.raises(EvidenceError):
+        parse(text)
+
+
+def test_exit_zero_without_required_results_fails() -> None:
+    """`os._exit(0)` at import: pytest never reports, the exit status says 0."""
+    result = verdict(ok(), AgentOutcome("finish"), None, False, Evidence(results_required=True))
+    assert not result.passed
+    assert (result.failure_reason, result.sub_reason) == ("TESTS_FAILED", "RESULTS_MISSING")
+
+
+def test_exit_zero_contradicted_by_results_fails() -> None:
+    """An atexit hook turns pytest's exit 1 into 0 after the junit file was written."""
+    evidence = Evidence(results=parse(junit(mean_fails=True)), results_required=True)
+    result = verdict(ok(), AgentOutcome("finish"), None, False, evidence)
+    assert not result.passed
+    assert result.sub_reason == "EXIT_STATUS_CONTRADICTS_RESULTS"
+    assert (result.tests_passed, result.tests_failed) == (2, 1)
+
+
+def test_expected_tests_must_be_collected_and_pass() -> None:
+    evidence = Evidence(
+        results=parse(junit()), results_required=True,
+        expected_tests=("tests/test_mathx.py::test_mean", "tests/test_mathx.py::test_gone"),
+    )
+    result = verdict(ok(), AgentOutcome("finish"), None, False, evidence)
+    assert not result.passed
+    assert result.sub_reason == "EXPECTED_TESTS_NOT_PASSED"
+    assert "test_gone (not run)" in result.summary
+    passing = Evidence(results=parse(junit()), expected_tests=("tests/test_mathx.py::test_mean",))
+    assert verdict(ok(), AgentOutcome("finish"), None, False, passing).passed
+
+
+def test_exit_status_alone_when_results_are_not_required() -> None:
+    assert verdict(ok(), AgentOutcome("finish"), None, False, Evidence()).passed
+    assert not verdict(ok(1), AgentOutcome("finish"), None, False, Evidence()).passed
+
+
+def test_runs_pytest() -> None:
+    assert runs_pytest("python -m pytest -q tests")
+    assert runs_pytest("cd src && py.test")
+    assert runs_pytest("pytest")
+    assert not runs_pytest("make test")
+    assert not runs_pytest("python -m pytest_agentbench_helper")
+
+
+def make_repo(root: Path) -> HostFiles:
+    (root / "tests" / "unit").mkdir(parents=True)
+    (root / "tests" / "unit" / "test_a.py").write_text("def test_a(): pass\n")
+    (root / "src").mkdir()
+    (root / "src" / "mod.py").write_text("X = 1\n")
+    (root / "checks.py").write_text("print('ok')\n")
+    return HostFiles(root)
+
+
+def test_protected_globs_cover_commands_and_pytest_defaults(tmp_path: Path) -> None:
+    files = make_repo(tmp_path)
+    globs = protected_globs(
+        ["python -m pytest -q -p no:cacheprovider tests/unit/test_a.py::test_a",
+         "python checks.py && python -m pytest -k src tests ."], files)
+    for expected in ("**/conftest.py", "pytest.ini", "tox.ini", "**/sitecustomize.py",
+                     "**/test_*.py", "tests/unit/test_a.py", "tests/**", "checks.py"):
+        assert expected in globs
+    assert "src/**" not in globs and "./**" not in globs and "**" not in globs
+    assert not any(g.startswith("no:") for g in globs)
+
+
+def test_plain_commands_protect_only_what_they_name(tmp_path: Path) -> None:
+    files = make_repo(tmp_path)
+    (tmp_path / "value.txt").write_text("bad\n")
+    globs = protected_globs(
+        ["make check", "python checks.py", "cd src && make -C src", "grep -qx good value.txt"],
+        files)
+    assert "checks.py" in globs and "**/test_*.py" not in globs
+    assert "src/**" not in globs and "value.txt" not in globs
+
+
+def test_pytest_section_of_pyproject_is_protected(tmp_path: Path) -> None:
+    before, after = tmp_path / "before", tmp_path / "after"
+    for root in (before, after):
+        root.mkdir()
+        (root / "setup.cfg").write_text("[metadata]\nname = x\n")
+    base = '[project]\nname = "x"\nversion = "1"\n\n[tool.pytest.ini_options]\naddopts = "-q"\n'
+    (before / "pyproject.toml").write_text(base)
+    (after / "pyproject.toml").write_text(base.replace('version = "1"', 'version = "2"'))
+    b, a = HostFiles(before), HostFiles(after)
+    assert pytest_config_change(b, a, ["pyproject.toml"]) is None
+    (after / "pyproject.toml").write_text(base.replace('"-q"', '"-q -k not test_mean"'))
+    assert "pytest configuration in pyproject.toml" in (
+        pytest_config_change(b, a, ["pyproject.toml"]) or "")
+    (after / "setup.cfg").write_text("[metadata]\nname = x\n[tool:pytest]\naddopts = -x\n")
+    assert "setup.cfg" in (pytest_config_change(b, a, ["setup.cfg"]) or "")
