@@ -1,6 +1,7 @@
 """The event sink: builds the envelope, validates the payload, redacts, appends one JSON line.
 
 Each worker writes its own file; the controller merges them at session end (one writer per file).
+A line torn by a writer killed mid-line is set aside before the first new line (core.rundir).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.core.rundir import repair_jsonl
 from pytest_agentbench.spec.events import EVENT_TYPES, Actor
 
 RedactObj = Callable[[Any], Any]
@@ -45,6 +47,7 @@ class EventSink:
         self.emitted: list[dict[str, Any]] = []  # kept in memory for the record and tests
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
+            repair_jsonl(path)  # a crashed predecessor's fragment must not swallow our first line
 
     def emit(
         self,
