@@ -1,27 +1,40 @@
 """The read-only tools (list_files, read_file, search), host-side over a confined `Files`.
 
-They raise PathEscape / FileNotFoundError / IsADirectoryError for the Toolbox to map to error types;
-everything else they report in the ToolResult they return.
+They raise PathEscape / FileNotFoundError / IsADirectoryError / NotRegularFile / GlobError for the
+Toolbox to map to error types; everything else they report in the ToolResult they return.
+
+Everything here runs on the host over data the agent controls, so everything is bounded: listings
+by entry count, depth and the call's deadline (core/workspace.py), globs by a linear-time matcher
+(core/globs.py), and search by a file-count cap, the call's deadline (`tool_timeout_sec`) and, for
+regexes, the `regex` module's timeout on every match, so a backtracking pattern stops with a
+TIMEOUT error instead of burning the host's CPU. A cut result says what was cut.
 """
 
 from __future__ import annotations
 
 import difflib
-import re
 import time
 from pathlib import PurePosixPath
+from typing import Any, cast
+
+import regex as pyregex
 
 from pytest_agentbench.core.globs import matches_any
 from pytest_agentbench.core.output import count_lines, truncate
 from pytest_agentbench.core.patch_parse import normalize_path
 from pytest_agentbench.core.ports import Files, PathEscape, SandboxError
 from pytest_agentbench.core.tool_results import ErrorType, ToolPolicy, ToolResult
+from pytest_agentbench.core.workspace import Listing, current_deadline
 
 READ_HARD_LIMIT = 32 * 1024 * 1024  # read_file refuses files larger than this outright
 SEARCH_MAX_FILE_BYTES = 2 * 1024 * 1024  # search skips files larger than this
+SEARCH_MAX_FILES = 50_000  # search reads at most this many files per call
+SEARCH_MAX_QUERY_CHARS = 4096
 SEARCH_LINE_CHARS = 300
+REGEX_LINE_SECONDS = 2.0  # one regex match on one line may take this long, at most
 BINARY_SNIFF = 8192
-_ALL = 10**9
+LIST_MAX_FILES = 200_000  # files a listing collects before the glob filter
+_CLOCK_EVERY = 1024  # paths or lines between two looks at the clock
 
 
 def is_binary(data: bytes) -> bool:
@@ -39,9 +52,18 @@ def glob_filter(path: str, root: str, glob: str | None) -> bool:
     return matches_any(relative, [glob]) or matches_any(path, [glob])
 
 
-def list_workspace(files: Files, root: str, glob: str | None) -> list[str]:
+def list_workspace(
+    files: Files, root: str, glob: str | None, deadline: float | None = None
+) -> tuple[list[str], str | None]:
+    """The files under `root` that `glob` selects, and why the list may be incomplete (None when
+    it is whole): the listing's caps or the deadline (by default the current tool call's)."""
+    if deadline is None:
+        deadline = current_deadline()
     root = "." if root.strip() in ("", ".", "./") else normalize_path(root)
-    listed = files.list(root, None, limit=_ALL)  # raises PathEscape for a symlink out
+    listed = files.list(root, None, limit=LIST_MAX_FILES)  # raises PathEscape for a symlink out
+    incomplete = listed.incomplete if isinstance(listed, Listing) else None
+    if len(listed) >= LIST_MAX_FILES and incomplete is None:
+        incomplete = f"stopped at {LIST_MAX_FILES} files"
     if root != "." and not listed:
         if not files.exists(root):
             raise FileNotFoundError(f"no such directory: {root}")
@@ -51,12 +73,21 @@ def list_workspace(files: Files, root: str, glob: str | None) -> list[str]:
             pass
         else:
             raise NotADirectoryError(f"{root} is a file, not a directory; use read_file")
-    return [p for p in listed if glob_filter(p, root, glob)]
+    if not glob:
+        return list(listed), incomplete
+    kept: list[str] = []
+    for number, path in enumerate(listed):
+        if number % _CLOCK_EVERY == 0 and deadline is not None and time.monotonic() > deadline:
+            incomplete = incomplete or "stopped at the time limit"
+            break
+        if glob_filter(path, root, glob):
+            kept.append(path)
+    return kept, incomplete
 
 
 def list_files(files: Files, policy: ToolPolicy, root: str, glob: str | None) -> ToolResult:
     try:
-        found = list_workspace(files, root, glob)
+        found, incomplete = list_workspace(files, root, glob)
     except NotADirectoryError as exc:
         return ToolResult.error(ErrorType.INVALID_ARGUMENTS, str(exc))
     shown = found[: policy.max_list_files]
@@ -68,12 +99,15 @@ def list_files(files: Files, policy: ToolPolicy, root: str, glob: str | None) ->
         )
     elif not found:
         text = "(no files)"
+    if incomplete:
+        text += f"\n[listing incomplete: {incomplete}; narrow it with root= or glob=]"
+    cut = len(found) > len(shown) or incomplete is not None
     return ToolResult(
         ok=True,
         stdout=text,
-        stdout_truncated=len(found) > len(shown),
+        stdout_truncated=cut,
         stdout_n_lines=len(found),
-        data={"files": shown, "count": len(found)},
+        data={"files": shown, "count": len(found), "incomplete": incomplete},
     )
 
 
@@ -145,6 +179,24 @@ def read_file(
     )
 
 
+class _SlowRegex(Exception):
+    def __init__(self, path: str, line: int) -> None:
+        super().__init__(f"{path}:{line}")
+        self.path, self.line = path, line
+
+
+class _Matcher:
+    """A literal substring test, or a Python-syntax regex (the `regex` module, compatible with
+    `re`) whose every match has a timeout."""
+
+    def __init__(self, query: str, is_regex: bool) -> None:
+        self.literal = query
+        self.pattern: Any = pyregex.compile(query) if is_regex else None
+
+    def may_match(self, text: str) -> bool:
+        return self.pattern is not None or self.literal in text
+
+
 def search(
     files: Files,
     policy: ToolPolicy,
@@ -156,9 +208,14 @@ def search(
 ) -> ToolResult:
     if not query:
         return ToolResult.error(ErrorType.INVALID_ARGUMENTS, "query must not be empty")
+    if len(query) > SEARCH_MAX_QUERY_CHARS:
+        return ToolResult.error(
+            ErrorType.INVALID_ARGUMENTS,
+            f"query is {len(query)} characters long; the limit is {SEARCH_MAX_QUERY_CHARS}",
+        )
     try:
-        pattern = re.compile(query if regex else re.escape(query))
-    except re.error as exc:
+        matcher = _Matcher(query, regex)
+    except (_regex_error(), OverflowError, RecursionError) as exc:
         return ToolResult.error(
             ErrorType.INVALID_ARGUMENTS,
             f"invalid regex {query!r}: {exc}; pass regex=false to search for the literal text",
@@ -166,50 +223,108 @@ def search(
     limit = min(max_results, policy.max_search_results)
     matches: list[dict[str, object]] = []
     scanned = skipped = 0
-    more = stopped = False
-    for path in list_workspace(files, ".", glob):
+    more = False
+    stopped: str | None = None
+    slow: _SlowRegex | None = None
+    paths, incomplete = list_workspace(files, ".", glob, deadline)
+    for path in paths:
         if time.monotonic() > deadline:
-            stopped = True
+            stopped = "the time limit"
+            break
+        if scanned >= SEARCH_MAX_FILES:
+            stopped = f"{SEARCH_MAX_FILES} files"
             break
         data = _searchable(files, path)
         if data is None:
             skipped += 1
             continue
         scanned += 1
-        for number, line in enumerate(data.decode("utf-8", "replace").split("\n"), start=1):
-            if pattern.search(line):
-                if len(matches) >= limit:
-                    more = True
-                    break
-                matches.append(
-                    {
-                        "path": path,
-                        "line": number,
-                        "text": line.removesuffix("\r")[:SEARCH_LINE_CHARS],
-                    }
-                )
+        text = data.decode("utf-8", "replace")
+        if not matcher.may_match(text):
+            continue
+        try:
+            more = _search_lines(matcher, path, text, deadline, limit, matches)
+        except _SlowRegex as exc:
+            slow = exc
+            break
+        except TimeoutError:
+            stopped = "the time limit"
+            break
         if more:
             break
-    text = "\n".join(f"{m['path']}:{m['line']}:{m['text']}" for m in matches)
-    capped = truncate(text, max_bytes=policy.max_output_bytes)
+    if incomplete and stopped is None:
+        stopped = f"an incomplete file listing ({incomplete})"
+    shown = "\n".join(f"{m['path']}:{m['line']}:{m['text']}" for m in matches)
+    capped = truncate(shown, max_bytes=policy.max_output_bytes)
     notes = []
     if more:
         notes.append(f"[more than {limit} matches; showing the first {limit}]")
     if stopped:
-        notes.append("[search stopped at the time limit; narrow it with glob=]")
+        notes.append(f"[search stopped at {stopped}; narrow it with glob=]")
     body = capped.text if matches else f"No matches for {query!r}."
+    data_out: dict[str, Any] = {
+        "matches": matches,
+        "files_scanned": scanned,
+        "files_skipped": skipped,
+        "truncated": more or stopped is not None or slow is not None,
+        "stopped": stopped,
+    }
+    if slow is not None:
+        return ToolResult.error(
+            ErrorType.TIMEOUT,
+            f"the regex took more than {REGEX_LINE_SECONDS:g}s on a single line "
+            f"({slow.path}:{slow.line}), which means catastrophic backtracking; simplify it "
+            "(e.g. avoid nested quantifiers such as (a+)+) or pass regex=false",
+            stdout=capped.text if matches else "",
+            stdout_truncated=True,
+            data=data_out,
+        )
     return ToolResult(
         ok=True,
         stdout="\n".join([body, *notes]),
-        stdout_truncated=more or stopped or capped.truncated,
-        stdout_n_lines=count_lines(text),
-        data={
-            "matches": matches,
-            "files_scanned": scanned,
-            "files_skipped": skipped,
-            "truncated": more or stopped,
-        },
+        stdout_truncated=more or stopped is not None or capped.truncated,
+        stdout_n_lines=count_lines(shown),
+        data=data_out,
     )
+
+
+def _regex_error() -> type[Exception]:
+    return cast(type[Exception], pyregex.error)
+
+
+def _search_lines(
+    matcher: _Matcher,
+    path: str,
+    text: str,
+    deadline: float,
+    limit: int,
+    matches: list[dict[str, object]],
+) -> bool:
+    """Append the matching lines of one file; True once there are more than `limit` matches.
+    Raises TimeoutError past the deadline, _SlowRegex for one line that takes too long."""
+    pattern = matcher.pattern
+    budget = deadline - time.monotonic()
+    for number, line in enumerate(text.split("\n"), start=1):
+        if pattern is not None or number % _CLOCK_EVERY == 0:
+            budget = deadline - time.monotonic()
+            if budget <= 0:
+                raise TimeoutError
+        if pattern is None:
+            hit = matcher.literal in line
+        else:
+            try:
+                hit = pattern.search(line, timeout=min(budget, REGEX_LINE_SECONDS)) is not None
+            except TimeoutError:
+                if budget > REGEX_LINE_SECONDS:
+                    raise _SlowRegex(path, number) from None
+                raise
+        if hit:
+            if len(matches) >= limit:
+                return True
+            matches.append(
+                {"path": path, "line": number, "text": line.removesuffix("\r")[:SEARCH_LINE_CHARS]}
+            )
+    return False
 
 
 def _searchable(files: Files, path: str) -> bytes | None:
@@ -218,7 +333,7 @@ def _searchable(files: Files, path: str) -> bytes | None:
         data = files.read_bytes(path, max_bytes=SEARCH_MAX_FILE_BYTES + 1)
     except SandboxError:
         raise
-    except Exception:  # PathEscape, vanished files, directories: skip them
+    except Exception:  # PathEscape, vanished files, directories, FIFOs: skip them
         return None
     if len(data) > SEARCH_MAX_FILE_BYTES or is_binary(data):
         return None
@@ -229,6 +344,8 @@ def _did_you_mean(files: Files, path: str) -> str:
     try:
         names = files.list(".", None, limit=20_000)
     except (OSError, PathEscape):  # only a hint
+        return ""
+    if len(path) > 1024:
         return ""
     close = difflib.get_close_matches(path, names, n=3, cutoff=0.6)
     return f" (did you mean: {', '.join(close)}?)" if close else ""

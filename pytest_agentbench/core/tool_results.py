@@ -6,12 +6,14 @@ the model sees.
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+import regex as pyregex
+
 ALWAYS_READONLY = (".git", ".git/**")
+FORBIDDEN_MATCH_SECONDS = 1.0  # a forbidden pattern that takes longer on a command refuses it
 
 
 class ErrorType(StrEnum):
@@ -31,7 +33,9 @@ class ErrorType(StrEnum):
 @dataclass
 class ToolPolicy:
     """What the agent's tools may do. Globs are workspace-relative with `**` (core/globs.py);
-    `forbidden_commands` are regexes searched in `run` commands. `.git` is always read-only."""
+    `forbidden_commands` are regexes searched in `run` commands (Python syntax, matched by the
+    `regex` module with a timeout: a pattern that backtracks for too long on the agent's command
+    counts as a match, so the command is refused). `.git` is always read-only."""
 
     editable_globs: list[str] | None = None
     readonly_globs: list[str] = field(default_factory=list)
@@ -47,7 +51,7 @@ class ToolPolicy:
     max_search_results: int = 100
     max_list_files: int = 1000
     patch_max_offset: int = 20  # lines a hunk may sit away from its header's line
-    forbidden_patterns: list[re.Pattern[str]] = field(
+    forbidden_patterns: list[Any] = field(
         init=False, repr=False, compare=False, default_factory=list
     )
 
@@ -55,13 +59,17 @@ class ToolPolicy:
         self.readonly_globs = list(self.readonly_globs) + [
             g for g in ALWAYS_READONLY if g not in self.readonly_globs
         ]
-        self.forbidden_patterns = [re.compile(p) for p in self.forbidden_commands]
+        self.forbidden_patterns = [pyregex.compile(p) for p in self.forbidden_commands]
 
     def forbidden_match(self, command: str) -> str | None:
-        """The first forbidden pattern found in `command`, if any."""
+        """The first forbidden pattern found in `command`, if any (fails closed on a timeout)."""
         for pattern in self.forbidden_patterns:
-            if pattern.search(command):
-                return pattern.pattern
+            try:
+                found = pattern.search(command, timeout=FORBIDDEN_MATCH_SECONDS)
+            except TimeoutError:
+                return str(pattern.pattern)
+            if found:
+                return str(pattern.pattern)
         return None
 
 

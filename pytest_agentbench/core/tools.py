@@ -11,11 +11,12 @@ import difflib
 import hashlib
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from pytest_agentbench.core import tool_fs
-from pytest_agentbench.core.globs import matches_any
+from pytest_agentbench.core.globs import GlobError, matches_any
 from pytest_agentbench.core.output import truncate
 from pytest_agentbench.core.patching import PatchError, normalize_path, plan_patch
 from pytest_agentbench.core.ports import PathEscape, Sandbox, SandboxError
@@ -26,6 +27,7 @@ from pytest_agentbench.core.tool_schemas import (
     ArgumentError,
     check_arguments,
 )
+from pytest_agentbench.core.workspace import NotRegularFile, host_deadline
 
 __all__ = ["TOOL_SCHEMAS", "ErrorType", "EventCallback", "ToolPolicy", "ToolResult", "Toolbox"]
 
@@ -88,7 +90,9 @@ class Toolbox:
         )
         started = time.monotonic()
         try:
-            result = self._dispatch(tool, arguments)
+            # Every host-side file operation of the call (listings, reads) shares its budget.
+            with host_deadline(self.policy.tool_timeout_sec):
+                result = self._dispatch(tool, arguments)
         except BaseException:  # SandboxError (or a harness bug): close the span, then propagate
             self._emit(
                 "tool_call_finished",
@@ -149,6 +153,10 @@ class Toolbox:
             return ToolResult.error(ErrorType.PATH_ESCAPE, str(exc))
         except SandboxError:
             raise
+        except NotRegularFile as exc:
+            return ToolResult.error(ErrorType.INVALID_ARGUMENTS, str(exc))
+        except GlobError as exc:
+            return ToolResult.error(ErrorType.INVALID_ARGUMENTS, f"{tool}: {exc}")
         except (FileNotFoundError, NotADirectoryError) as exc:
             return ToolResult.error(ErrorType.NOT_FOUND, _os_message(exc))
         except OSError as exc:
@@ -259,9 +267,9 @@ class Toolbox:
         if not self.files.exists(path):
             raise FileNotFoundError(f"no such file: {path}")
         try:
-            old = self.files.read_bytes(path)
-        except PathEscape:
-            old = b""  # a symlink pointing outside: removing the link itself is safe
+            old = self.files.read_bytes(path, max_bytes=tool_fs.READ_HARD_LIMIT)
+        except (PathEscape, NotRegularFile):
+            old = b""  # a symlink pointing outside, a FIFO: removing the entry itself is safe
         except IsADirectoryError:
             raise IsADirectoryError(f"{path} is a directory; remove_file removes files") from None
         lines = _lines_changed(old, b"")
@@ -328,8 +336,9 @@ class Toolbox:
         self.lines_changed += lines
 
     def _read_or_none(self, path: str) -> bytes | None:
+        """The current content (its first READ_HARD_LIMIT bytes), None when there is no file."""
         try:
-            return self.files.read_bytes(path)
+            return self.files.read_bytes(path, max_bytes=tool_fs.READ_HARD_LIMIT)
         except FileNotFoundError:
             return None
 
@@ -338,9 +347,25 @@ class _WriteDisabled(Exception):
     pass
 
 
+_EXACT_DIFF_CELLS = 4_000_000  # beyond len(a) * len(b) lines, count by multiset (linear)
+
+
 def _lines_changed(old: bytes, new: bytes) -> int:
+    """Lines added plus lines removed. Exact by difflib after trimming the common head and
+    tail; when what is left is too large for a quadratic matcher (a huge file the agent made),
+    the multiset difference, a lower bound that is exact unless lines moved."""
     a = old.decode("utf-8", "replace").splitlines()
     b = new.decode("utf-8", "replace").splitlines()
+    head = 0
+    while head < len(a) and head < len(b) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < len(a) - head and tail < len(b) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    a, b = a[head : len(a) - tail], b[head : len(b) - tail]
+    if len(a) * len(b) > _EXACT_DIFF_CELLS:
+        removed, added = Counter(a), Counter(b)
+        return sum((removed - added).values()) + sum((added - removed).values())
     changed = 0
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b).get_opcodes():
         if op != "equal":
