@@ -372,15 +372,28 @@ def fold_parts(path: str) -> list[str]:
     return parts
 
 
+CHOWN_MAX_DEPTH = 512  # deeper entries were made by the sandbox's user anyway
+
+
 def chown_tree(root: Path, uid: int, gid: int) -> None:
     """Give a tree to uid:gid without following symlinks (a link in a repo may point anywhere
-    on the host); entries already owned right are only stat-ed, so repeat calls are cheap."""
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in [".", *dirnames, *filenames]:
-            path = os.path.join(dirpath, name)
-            st = os.lstat(path)
-            if st.st_uid != uid or st.st_gid != gid:
-                os.lchown(path, uid, gid)
+    on the host); entries already owned right are only stat-ed, so repeat calls are cheap.
+    Iterative through directory descriptors (os.walk recursed once per level, and the agent
+    can nest directories thousands deep); stops descending at CHOWN_MAX_DEPTH levels."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != uid or st.st_gid != gid:
+            os.fchown(fd, uid, gid)
+        for entry in Walk(fd, max_entries=2**62, max_depth=CHOWN_MAX_DEPTH):
+            try:
+                st = os.stat(entry.name, dir_fd=entry.dir_fd, follow_symlinks=False)
+                if st.st_uid != uid or st.st_gid != gid:
+                    os.chown(entry.name, uid, gid, dir_fd=entry.dir_fd, follow_symlinks=False)
+            except FileNotFoundError:  # gone meanwhile
+                continue
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager

@@ -266,3 +266,20 @@ def test_item4_write_file_over_a_huge_sparse_file_reads_a_bounded_prefix(
     result, _ = bounded(write_under_a_memory_limit, seconds=30)
     assert result.ok, result.error_message
     assert (ws / "big").read_bytes() == b"x"
+
+
+def test_item4_chown_tree_walks_a_deep_tree_with_fifos(ws: Path, deep_tree: Path) -> None:
+    """The Docker adapter chowns the workspace before each sandbox, after the agent's too."""
+    from pytest_agentbench.core.workspace import chown_tree
+
+    os.mkfifo(ws / "p")
+    os.symlink("/etc", ws / "etc-link")
+    before = os.lstat("/etc")
+
+    def chown() -> bool:
+        chown_tree(ws, os.getuid(), os.getgid())
+        return True
+
+    assert bounded(chown)[0]
+    after = os.lstat("/etc")
+    assert (after.st_uid, after.st_gid) == (before.st_uid, before.st_gid)
