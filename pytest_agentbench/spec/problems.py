@@ -7,6 +7,7 @@ already explains is not reported twice.
 
 from __future__ import annotations
 
+import datetime
 import difflib
 from collections.abc import Iterable, Sequence
 from typing import Any, get_args
@@ -100,6 +101,8 @@ _EXPECTED = {
     "int_from_float": "a whole number",
     "float_type": "a number",
     "float_parsing": "a number",
+    "finite_number": "a finite number",
+    "int_parsing_size": "a whole number of sensible size",
     "bool_type": "true or false",
     "bool_parsing": "true or false",
     "list_type": "a list",
@@ -130,6 +133,8 @@ def _error_message(error: ErrorDetails, missing: set[tuple[int | str, ...]]) -> 
         expected = str(ctx.get("expected", "")).replace(" or ", ", ")
         one_of = "one of " if "," in expected else ""
         return f"expected {one_of}{expected}, got {got}"
+    if kind == "string_unicode":
+        return "expected UTF-8 text, got binary data"
     if kind in _EXPECTED:
         quote = " (quote it in YAML)" if kind == "string_type" and _is_scalar(value) else ""
         return f"expected {_EXPECTED[kind]}, got {got}{quote}"
@@ -143,7 +148,9 @@ def _error_message(error: ErrorDetails, missing: set[tuple[int | str, ...]]) -> 
         return f"expected at least {least} {unit}, got {got}"
     if kind in ("string_too_long", "too_long"):
         unit = "characters" if kind == "string_too_long" else "items"
-        return f"expected at most {ctx.get('max_length')} {unit}, got {got}"
+        actual = len(value) if isinstance(value, str | list | dict) else ctx.get("actual_length")
+        found = f"{actual} {unit}" if actual is not None else got
+        return f"expected at most {ctx.get('max_length')} {unit}, got {found}"
     if kind in _BOUNDS:
         key, symbol = _BOUNDS[kind]
         return f"expected a number {symbol} {_number(ctx.get(key))}, got {got}"
@@ -156,7 +163,7 @@ def _error_message(error: ErrorDetails, missing: set[tuple[int | str, ...]]) -> 
 
 
 def _is_scalar(value: object) -> bool:
-    return isinstance(value, bool | int | float)
+    return isinstance(value, bool | int | float | datetime.date)
 
 
 def _number(value: object) -> str:
@@ -175,7 +182,9 @@ def show(value: object) -> str:
         return "a mapping"
     if isinstance(value, list):
         return "a list"
-    text = repr(value) if isinstance(value, str) else str(value)
+    if isinstance(value, int) and abs(value) >= 10**60:
+        return "a number with more than 60 digits"
+    text = repr(value) if isinstance(value, str | bytes) else str(value)
     text = one_line(text)
     return text if len(text) <= 60 else text[:57] + "..."
 
