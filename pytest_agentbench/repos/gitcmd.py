@@ -39,6 +39,15 @@ _REPO_ENV_VARS = frozenset(
 
 _CREDENTIALS = re.compile(r"(?<=://)[^/@\s]+@")
 
+#: The transports git may use. Remote helpers (`ext::` runs a shell command, `fd::`, any
+#: `git-remote-<name>` on PATH) are never allowed, whatever a URL or a config file says.
+ALLOWED_PROTOCOLS = ("file", "git", "http", "https", "ssh")
+_PROTOCOL_POLICY = [
+    "-c",
+    "protocol.allow=never",
+    *(arg for name in ALLOWED_PROTOCOLS for arg in ("-c", f"protocol.{name}.allow=always")),
+]
+
 
 class RepoError(Exception):
     """A repository could not be prepared; the message is one line meant for people.
@@ -73,9 +82,16 @@ def stderr_summary(stderr: str) -> str:
 
 
 def git_env() -> dict[str, str]:
-    """The environment for git: never prompt, stable English messages, no inherited repo."""
+    """The environment for git: never prompt, stable English messages, no inherited repo,
+    only the allowed transports (GIT_ALLOW_PROTOCOL overrides every protocol.* setting)."""
     env = {k: v for k, v in os.environ.items() if k not in _REPO_ENV_VARS}
-    env.update(GIT_TERMINAL_PROMPT="0", GCM_INTERACTIVE="never", LC_ALL="C")
+    env.update(
+        GIT_TERMINAL_PROMPT="0",
+        GCM_INTERACTIVE="never",
+        LC_ALL="C",
+        GIT_ALLOW_PROTOCOL=":".join(ALLOWED_PROTOCOLS),
+        GIT_PROTOCOL_FROM_USER="0",
+    )
     if "GIT_SSH_COMMAND" not in env and "GIT_SSH" not in env:
         env["GIT_SSH_COMMAND"] = "ssh -o BatchMode=yes"
     return env
@@ -92,9 +108,10 @@ def run_git(
     """Run ``git *args`` and return stdout; raise :class:`GitFailed` on failure or timeout.
 
     git runs in its own process group so a timeout (or Ctrl-C) kills its helpers too
-    (``git-remote-https``, ``upload-pack``), not just the top process.
+    (``git-remote-https``, ``upload-pack``), not just the top process. Callers put ``--`` before
+    every URL and path they pass; the protocol policy is pinned on every call.
     """
-    cmd = ["git", *args]
+    cmd = ["git", *_PROTOCOL_POLICY, *args]
     try:
         proc = subprocess.Popen(
             cmd,

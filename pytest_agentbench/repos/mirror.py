@@ -8,7 +8,8 @@ Layout under the cache root (default ``~/.cache/agentbench/git``, env ``AGENTBEN
     <key>.snapshots/<sha>/ pack of one commit's history, copied into workspaces
 
 The URL (which may carry credentials) is never written into the mirror's git config: every
-fetch is given the caller's URL explicitly.
+fetch is given the caller's URL explicitly, after ``--`` (a URL is never read as an option), and
+only over the transports that ``gitcmd`` allows.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pathlib import Path
 from pytest_agentbench.repos import snapshots, workspace
 from pytest_agentbench.repos.gitcmd import GitFailed, RepoError, redact, run_git
 from pytest_agentbench.repos.locks import file_lock
-from pytest_agentbench.repos.sources import mirror_key
+from pytest_agentbench.repos.sources import check_git_source, mirror_key
 
 CACHE_ENV = "AGENTBENCH_GIT_CACHE"
 _SHA = re.compile(r"^[0-9a-fA-F]{4,64}$")
@@ -59,7 +60,9 @@ class MirrorCache:
     def __init__(
         self, root: Path | None = None, git_timeout: float = 300.0, snapshot_keep: int = 16
     ) -> None:
-        self.root = Path(root).expanduser() if root is not None else default_root()
+        root_dir = Path(root).expanduser() if root is not None else default_root()
+        self.root = root_dir.absolute()  # every path given to git starts with '/'
+
         self.git_timeout = git_timeout
         self.lock_timeout = 3 * git_timeout  # a holder runs a few git commands at most
         self.snapshot_keep = snapshot_keep
@@ -72,6 +75,7 @@ class MirrorCache:
         Existing mirrors are only fetched with ``refresh=True``: normally fetching is left
         to :meth:`ensure_commit`, which does it only when a pinned commit is missing.
         """
+        check_git_source(url)
         mirror = self._mirror_path(url)
         with self._lock(url, shared=False):
             for attempt in (0, 1):
@@ -95,6 +99,7 @@ class MirrorCache:
         alternates, holding only that commit's history; owned by ``owner_uid`` when root,
         otherwise group/other-writable."""
         started = time.monotonic()
+        check_git_source(url)
         dest = Path(dest).absolute()
         workspace.prepare_dest(dest)
         mirror, fetched, full = self._ensure(url, commit)
@@ -111,6 +116,7 @@ class MirrorCache:
 
     def _ensure(self, url: str, commit: str) -> tuple[Path, bool, str]:
         """(mirror, fetched?, full sha). Fast path under a shared lock, fetch under exclusive."""
+        check_git_source(url)
         if not _SHA.match(commit):
             raise RepoError(f"{commit!r} is not a commit sha (expected 4-64 hex digits)")
         commit = commit.lower()
@@ -169,7 +175,9 @@ class MirrorCache:
             shutil.rmtree(stale, ignore_errors=True)  # a crashed clone; we hold the lock
         tmp = mirror.with_name(f"{mirror.name}.tmp-{uuid.uuid4().hex[:8]}")
         try:
-            run_git(["init", "-q", "--bare", "--template=", str(tmp)], timeout=self.git_timeout)
+            run_git(
+                ["init", "-q", "--bare", "--template=", "--", str(tmp)], timeout=self.git_timeout
+            )
             # Never auto-gc: objects of a pinned commit must survive upstream force-pushes.
             self._git(tmp, "config", "gc.auto", "0")
             (tmp / "origin.txt").write_text(redact(url.strip()) + "\n")
@@ -182,7 +190,9 @@ class MirrorCache:
     def _fetch_refs(self, url: str, mirror: Path) -> None:
         """Fetch every ref (no pruning: refs we already hold keep their commits alive)."""
         try:
-            self._git(mirror, "fetch", "-q", "--no-write-fetch-head", url, "+refs/*:refs/*")
+            self._git(
+                mirror, "fetch", "-q", "--no-write-fetch-head", "--", url, "+refs/*:refs/*"
+            )
         except GitFailed as exc:
             self._check_usable(mirror)
             raise RepoError(f"cannot reach {redact(url)}: {exc.summary}") from None
@@ -191,7 +201,13 @@ class MirrorCache:
         """Ask for the sha itself (servers that allow it); pin it with a ref. False if refused."""
         try:
             self._git(
-                mirror, "fetch", "-q", "--no-write-fetch-head", url, f"{sha}:{_PIN_PREFIX}{sha}"
+                mirror,
+                "fetch",
+                "-q",
+                "--no-write-fetch-head",
+                "--",
+                url,
+                f"{sha}:{_PIN_PREFIX}{sha}",
             )
         except GitFailed:
             self._check_usable(mirror)

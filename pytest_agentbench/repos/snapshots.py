@@ -41,6 +41,7 @@ def build_snapshot(mirror: Path, commit: str, snap_dir: Path, timeout: float) ->
                 "-q",
                 "--revs",
                 "--delta-base-offset",
+                "--",
                 str(tmp / "pack"),
             ],
             timeout=timeout,

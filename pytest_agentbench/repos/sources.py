@@ -1,4 +1,9 @@
-"""Repository URLs: telling remote URLs from paths, cache keys, and taskpack-local sources."""
+"""Repository URLs: telling remote URLs from paths, cache keys, and taskpack-local sources.
+
+A task's ``repo.url`` is untrusted input that ends up on git's command line: it is checked here
+again (the spec checks it at load time) so that no caller can hand git an option, a remote
+helper or a path outside the taskpacks.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from pytest_agentbench.repos.gitcmd import RepoError, redact
+from pytest_agentbench.spec.task import repo_url_problem
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 # git's own rule: "host:path" is scp-like ssh when a colon comes before any slash.
@@ -18,7 +24,19 @@ _BUNDLE_HEADERS = (b"# v2 git bundle", b"# v3 git bundle")
 
 def is_url(url: str) -> bool:
     """True for anything git treats as a URL (``scheme://`` or scp-like ``host:path``)."""
+    if url.startswith("-"):
+        return False
     return bool(_SCHEME.match(url) or _SCP_LIKE.match(url))
+
+
+def check_git_source(source: str) -> str:
+    """``source`` unchanged if it is safe to give git: an allowed URL, or an absolute path as
+    :func:`resolve_source` returns for a taskpack-local repository. Raises RepoError."""
+    # An absolute path gets the same checks minus "no absolute paths".
+    problem = repo_url_problem("." + source if source.startswith("/") else source)
+    if problem is not None:
+        raise RepoError(f"repository URL {redact(source)!r} refused: {problem}")
+    return source
 
 
 def normalize_url(url: str) -> str:
@@ -44,28 +62,35 @@ def mirror_key(url: str) -> str:
     return hashlib.sha256(normalize_url(url).encode()).hexdigest()[:16]
 
 
-def resolve_source(url: str, task_dir: Path) -> str:
+def resolve_source(url: str, task_dir: Path, root: Path | None = None) -> str:
     """Turn a task spec's ``repo.url`` into something git can fetch from.
 
     URLs (``https://``, ``ssh://``, ``file://``, ``host:path``) pass through unchanged. Anything
     else is a path, relative to the directory holding task.yaml, that must name a git bundle
-    file or a repository directory (bare or not); it comes back absolute.
+    file or a repository directory (bare or not) inside ``root``, the taskpacks directory
+    (default: two levels above ``task_dir``, as in ``<taskpacks>/<suite>/<task>``); it comes
+    back absolute, with symlinks resolved.
     """
-    url = url.strip()
     if not url:
         raise RepoError("repository URL is empty")
+    problem = repo_url_problem(url)
+    if problem is not None:
+        raise RepoError(f"repository URL {redact(url)!r} refused: {problem}")
     if is_url(url):
         return url
-    path = Path(url).expanduser()
-    if not path.is_absolute():
-        path = Path(task_dir) / path
-    path = path.resolve()
+    task_dir = Path(task_dir).resolve()
+    root = (Path(root) if root is not None else task_dir.parent.parent).resolve()
+    path = (task_dir / url).resolve()
+    if not path.is_relative_to(root):
+        raise RepoError(
+            f"repository {url!r} resolves outside the taskpacks directory {root}: {path}"
+        )
     if path.is_file():
         if not _is_bundle(path):
             raise RepoError(f"repository {url!r} is a file but not a git bundle: {path}")
         return str(path)
     if not path.is_dir():
-        where = f" (relative to task dir {task_dir})" if not Path(url).is_absolute() else ""
+        where = f" (relative to task dir {task_dir})"
         raise RepoError(f"repository {redact(url)!r} not found: {path} does not exist{where}")
     return str(path)
 

@@ -8,6 +8,7 @@ later fix commit must never be reachable from inside the sandbox (``git log --al
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from pytest_agentbench.core.workspace import chown_tree
 from pytest_agentbench.repos.gitcmd import RepoError, run_git
 
 GIT_USER = ("agentbench", "agentbench@localhost")
+_FULL_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 
 def prepare_dest(dest: Path) -> None:
@@ -27,7 +29,7 @@ def prepare_dest(dest: Path) -> None:
 
 def init_repo(dest: Path, packs: list[Path], timeout: float) -> None:
     """``git init`` in ``dest`` (umask 0: group/other may write) and copy in the packs."""
-    run_git(["init", "-q", "--template=", str(dest)], timeout=timeout, umask=0)
+    run_git(["init", "-q", "--template=", "--", str(dest)], timeout=timeout, umask=0)
     git_dir = dest / ".git"
     with (git_dir / "config").open("a") as fh:
         fh.write(f"[user]\n\tname = {GIT_USER[0]}\n\temail = {GIT_USER[1]}\n")
@@ -40,7 +42,10 @@ def init_repo(dest: Path, packs: list[Path], timeout: float) -> None:
 
 
 def checkout_detached(dest: Path, commit: str, timeout: float) -> None:
-    """Check out ``commit`` with a detached HEAD; files are created world-writable."""
+    """Check out ``commit`` (a full sha, never an option) with a detached HEAD; files are
+    created world-writable."""
+    if not _FULL_SHA.match(commit):
+        raise RepoError(f"{commit!r} is not a full commit sha")
     run_git(
         [
             *workspace_git_args(dest),
