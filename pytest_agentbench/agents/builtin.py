@@ -9,6 +9,14 @@ from typing import Any
 import yaml
 
 from pytest_agentbench.core.agent_api import AgentContext, AgentOutcome
+from pytest_agentbench.spec.loader import (
+    MAX_TASK_ASSET_BYTES,
+    UnsafeFileError,
+    open_task_file,
+    parse_yaml,
+    read_regular_file,
+    yaml_message,
+)
 from pytest_agentbench.spec.taxonomy import Reason
 
 
@@ -23,20 +31,32 @@ class NopAgent:
 
 class OracleAgent:
     """Applies the task's reference solution (`oracle.patch` beside task.yaml) through the tools,
-    so the oracle is held to the same edit policy as any agent."""
+    so the oracle is held to the same edit policy as any agent.
+
+    The patch path comes from the task file: it is read only when it is a regular file inside
+    the task directory (symlinks resolved), so a task cannot make the harness read host files.
+    """
 
     name = "oracle"
 
     def run(self, ctx: AgentContext) -> AgentOutcome:
-        patch_path = ctx.task_dir / ctx.task.oracle.patch
-        if not patch_path.is_file():
+        name = ctx.task.oracle.patch
+        try:
+            data = open_task_file(ctx.task_dir, name, MAX_TASK_ASSET_BYTES)
+            patch = data.decode("utf-8")
+        except FileNotFoundError:
+            return AgentOutcome(
+                "error", Reason.AGENT_GAVE_UP, "NO_ORACLE_PATCH", f"no reference solution at {name}"
+            )
+        except (UnsafeFileError, OSError, UnicodeDecodeError) as exc:
+            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             return AgentOutcome(
                 "error",
                 Reason.AGENT_GAVE_UP,
-                "NO_ORACLE_PATCH",
-                f"no reference solution at {patch_path.name}",
+                "ORACLE_PATCH_REFUSED",
+                f"oracle.patch {name!r} refused: {detail}",
             )
-        result = ctx.toolbox.call("apply_patch", {"unified_diff": patch_path.read_text("utf-8")})
+        result = ctx.toolbox.call("apply_patch", {"unified_diff": patch})
         if not result.ok:
             return AgentOutcome(
                 "patch_rejected",
@@ -45,16 +65,22 @@ class OracleAgent:
                 f"oracle patch rejected: {result.error_message}",
                 steps=1,
             )
-        return AgentOutcome("done", summary=f"applied {patch_path.name}", steps=1)
+        return AgentOutcome("done", summary=f"applied {name}", steps=1)
 
 
-def load_script(path: Path) -> list[dict[str, Any]]:
+def load_script(path: Path, text: str | None = None) -> list[dict[str, Any]]:
     """A list of {tool, arguments}: YAML/JSON list, or a recorded `tool_calls.jsonl`."""
-    text = path.read_text("utf-8")
-    if path.suffix == ".jsonl":
-        calls = [json.loads(line) for line in text.splitlines() if line.strip()]
-    else:
-        calls = yaml.safe_load(text) or []
+    if text is None:
+        text = read_regular_file(path, MAX_TASK_ASSET_BYTES).decode("utf-8")
+    try:
+        if path.suffix == ".jsonl":
+            calls = [json.loads(line) for line in text.splitlines() if line.strip()]
+        else:
+            calls = parse_yaml(text) or []
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: {yaml_message(exc, text)}") from None
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"{path}: not valid JSON lines ({type(exc).__name__})") from None
     if not isinstance(calls, list):
         raise ValueError(f"{path}: expected a list of tool calls")
     steps = []
@@ -75,13 +101,16 @@ class ScriptedAgent:
         self.script = script
 
     def run(self, ctx: AgentContext) -> AgentOutcome:
-        template = ctx.params.get("script") or self.script or "scripted.yaml"
-        path = Path(str(template).format(task_id=ctx.task.id))
-        if not path.is_absolute():
-            path = ctx.task_dir / path
-        if not path.is_file():
-            return AgentOutcome("error", Reason.AGENT_GAVE_UP, "NO_SCRIPT", f"no script {path}")
-        steps = load_script(path)
+        template = ctx.params.get("script") or self.script
+        try:
+            text, path = self._read(ctx, template)
+        except FileNotFoundError as exc:
+            return AgentOutcome("error", Reason.AGENT_GAVE_UP, "NO_SCRIPT", f"no script {exc}")
+        except (UnsafeFileError, OSError, UnicodeDecodeError, ValueError, LookupError) as exc:
+            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            message = f"script refused: {detail}"
+            return AgentOutcome("error", Reason.AGENT_GAVE_UP, "SCRIPT_REFUSED", message)
+        steps = load_script(path, text)
         for n, step in enumerate(steps, 1):
             if step["tool"] == "finish":
                 return AgentOutcome("finish", steps=n, summary=str(step["arguments"])[:200])
@@ -89,6 +118,20 @@ class ScriptedAgent:
                 return AgentOutcome("max_steps", Reason.AGENT_GAVE_UP, steps=n - 1)
             ctx.toolbox.call(step["tool"], step["arguments"])
         return AgentOutcome("done", steps=len(steps), summary=f"replayed {len(steps)} calls")
+
+    @staticmethod
+    def _read(ctx: AgentContext, template: object) -> tuple[str, Path]:
+        """The task's own `scripted.yaml` is confined to the task directory; a script named by
+        the variant (the user's own configuration) may live anywhere."""
+        if not template:
+            data = open_task_file(ctx.task_dir, "scripted.yaml", MAX_TASK_ASSET_BYTES)
+            return data.decode("utf-8"), ctx.task_dir / "scripted.yaml"
+        path = Path(str(template).format(task_id=ctx.task.id))
+        if not path.is_absolute():
+            path = ctx.task_dir / path
+        if not path.exists():
+            raise FileNotFoundError(path)
+        return read_regular_file(path, MAX_TASK_ASSET_BYTES).decode("utf-8"), path
 
 
 BUILTIN_AGENTS: dict[str, Any] = {"nop": NopAgent, "oracle": OracleAgent, "scripted": ScriptedAgent}
