@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -24,10 +26,20 @@ from typing import Any
 import yaml
 
 from pytest_agentbench.agents.builtin import BUILTIN_AGENTS
+from pytest_agentbench.spec.loader import (
+    MAX_TASK_FILE_BYTES,
+    UnsafeFileError,
+    parse_yaml,
+    read_regular_file,
+    text_problems,
+    yaml_message,
+)
+from pytest_agentbench.spec.problems import show
 
 ENTRY_POINT_GROUP = "pytest_agentbench.agents"
 VARIANT_KEYS = {"name", "agent", "params", "model", "budgets", "description"}
 BUILTIN_VARIANT_DIR = Path(__file__).parent / "variant_files"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+@-]{0,99}$")
 
 
 class VariantError(Exception):
@@ -58,39 +70,104 @@ class Variant:
 
 
 def load_variant(value: str) -> Variant:
-    """A built-in agent name, a bundled variant (variant_files/<name>.yaml), or a YAML path."""
+    """A built-in agent name, a bundled variant (variant_files/<name>.yaml), or a YAML path.
+
+    Every problem with a variant file is one VariantError line that starts with the file.
+    """
     path = Path(value)
     if not path.suffix and (BUILTIN_VARIANT_DIR / f"{value}.yaml").is_file():
         path = BUILTIN_VARIANT_DIR / f"{value}.yaml"
-    if path.suffix in (".yaml", ".yml"):
-        if not path.is_file():
-            raise VariantError(f"variant file {value}: not found")
-        try:
-            data = yaml.safe_load(path.read_text("utf-8")) or {}
-        except yaml.YAMLError as exc:
-            raise VariantError(f"{value}: YAML syntax error: {exc}".splitlines()[0]) from exc
-        if not isinstance(data, dict):
-            raise VariantError(f"{value}: expected a mapping at the top level")
-        unknown = sorted(set(data) - VARIANT_KEYS)
-        if unknown:
-            raise VariantError(
-                f"{value}: {unknown[0]}: unknown key (expected one of "
-                f"{', '.join(sorted(VARIANT_KEYS))})"
-            )
-        if not isinstance(data.get("agent"), str):
-            raise VariantError(f"{value}: agent: required, the name of an agent")
-        for key in ("params", "model", "budgets"):
-            if not isinstance(data.get(key, {}), dict):
-                raise VariantError(f"{value}: {key}: expected a mapping")
-        return Variant(
-            name=str(data.get("name") or path.stem),
-            agent=data["agent"],
-            params=data.get("params") or {},
-            model=data.get("model") or {},
-            budgets=data.get("budgets") or {},
-            source=str(path),
-        )
-    return Variant(name=value, agent=value)
+    if path.suffix not in (".yaml", ".yml"):
+        return Variant(name=value, agent=value)
+    data = _read_variant_file(value, path)
+    if not isinstance(data, dict):
+        message = f"expected a mapping at the top level, got {show(data)}"
+        raise VariantError(f"variant file {value}: {message}")
+    _check_variant(value, data)
+    return Variant(
+        name=str(data.get("name") or path.stem),
+        agent=data["agent"],
+        params=data.get("params") or {},
+        model=data.get("model") or {},
+        budgets=data.get("budgets") or {},
+        source=str(path),
+    )
+
+
+def _read_variant_file(value: str, path: Path) -> Any:
+    try:
+        raw = read_regular_file(path, MAX_TASK_FILE_BYTES)
+    except FileNotFoundError:
+        raise VariantError(f"variant file {value}: not found") from None
+    except UnsafeFileError as exc:
+        raise VariantError(f"variant file {value}: {exc}") from None
+    except OSError as exc:
+        raise VariantError(f"variant file {value}: cannot read: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        message = f"not UTF-8 text (byte {exc.start}: {exc.reason})"
+        raise VariantError(f"variant file {value}: {message}") from None
+    try:
+        data = parse_yaml(text)
+    except yaml.YAMLError as exc:
+        raise VariantError(f"variant file {value}: {yaml_message(exc, text)}") from None
+    except (RecursionError, MemoryError):
+        raise VariantError(f"variant file {value}: too deeply nested or too large") from None
+    return {} if data is None else data
+
+
+def _check_variant(value: str, data: dict[Any, Any]) -> None:
+    def fail(where: str, message: str) -> VariantError:
+        return VariantError(f"variant file {value}: {where}: {message}")
+
+    for key in data:
+        if key not in VARIANT_KEYS:
+            plain = isinstance(key, str) and len(key) <= 60 and key.isprintable()
+            shown = key if plain else show(key)
+            expected = ", ".join(sorted(VARIANT_KEYS))
+            raise fail(shown, f"unknown key (expected one of {expected})")
+    bad_text = next(iter(text_problems(data)), None)
+    if bad_text is not None:
+        raise fail(*bad_text)
+    if not isinstance(data.get("agent"), str) or not data["agent"]:
+        raise fail("agent", f"required, the name of an agent (got {show(data.get('agent'))})")
+    for key in ("name", "description"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise fail(key, f"expected a string, got {show(data[key])}")
+    name = data.get("name")
+    if name and not _NAME.match(name):
+        raise fail("name", f"expected letters, digits and ._+@- (at most 100), got {show(name)}")
+    for key in ("params", "model", "budgets"):
+        if not isinstance(data.get(key) or {}, dict):
+            raise fail(key, f"expected a mapping, got {show(data[key])}")
+        problem = _plain_problem(data.get(key) or {}, key)
+        if problem is not None:
+            raise fail(*problem)
+
+
+def _plain_problem(value: Any, where: str) -> tuple[str, str] | None:
+    """The first value that is not plain JSON (str keys, finite numbers): the config is hashed
+    and written into every record."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return where, f"keys must be strings, got {show(key)}"
+            found = _plain_problem(item, f"{where}.{key}")
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _plain_problem(item, f"{where}[{index}]")
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return where, f"expected a finite number, got {show(value)}"
+    if value is None or isinstance(value, str | int | float | bool):
+        return None
+    return where, f"expected a string, number, true/false, list or mapping, got {show(value)}"
 
 
 def agent_factories(hook_results: list[dict[str, Any]] | None = None) -> dict[str, Any]:
