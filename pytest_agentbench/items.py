@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentbench.spec.loader import LoadedTask, TaskProblem
+from pytest_agentbench.spec.loader import TASK_FILE, LoadedTask, TaskProblem
 from pytest_agentbench.spec.taxonomy import blame
 
 if TYPE_CHECKING:
@@ -68,6 +68,33 @@ class TaskFile(pytest.File):
         return items
 
 
+class InvalidTaskDir(pytest.Directory):
+    """A task directory with no loadable task.yaml (none at all, a `task.yml`, a FIFO): one
+    ERROR item, like a task.yaml that fails to load, while every other task still runs."""
+
+    problems: list[TaskProblem]
+
+    def collect(self) -> list[pytest.Item | pytest.Collector]:
+        item = InvalidTaskItem.from_parent(self, name=self.path.name, problems=self.problems)
+        return [item]
+
+
+def collect_task_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """For `pytest_collect_directory`: the ERROR collector of a task directory whose problems
+    the loader reported (keyed by its missing task.yaml, or by the directory); None otherwise."""
+    ab = parent.config.stash.get(AB_KEY, None)
+    if ab is None or (path / TASK_FILE).is_file():
+        return None
+    problems = ab.problems_by_path.get((path / TASK_FILE).resolve()) or ab.problems_by_path.get(
+        path.resolve()
+    )
+    if not problems:
+        return None
+    collector: InvalidTaskDir = InvalidTaskDir.from_parent(parent, path=path)
+    collector.problems = problems
+    return collector
+
+
 class TaskItem(pytest.Function):
     loaded: LoadedTask
     attempt_index: int
@@ -98,7 +125,6 @@ class InvalidTaskItem(pytest.Item):
 
     def runtest(self) -> None:  # pragma: no cover - setup always raises
         pass
-
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"invalid task {self.name}"
