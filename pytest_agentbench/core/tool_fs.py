@@ -31,7 +31,10 @@ SEARCH_MAX_FILE_BYTES = 2 * 1024 * 1024  # search skips files larger than this
 SEARCH_MAX_FILES = 50_000  # search reads at most this many files per call
 SEARCH_MAX_QUERY_CHARS = 4096
 SEARCH_LINE_CHARS = 300
-REGEX_LINE_SECONDS = 2.0  # one regex match on one line may take this long, at most
+# One timed regex call (a whole-file scan, or one line) may take this long, at most. The regex
+# module counts the process's CPU time, so it bounds the host CPU a pattern burns; on a loaded
+# machine the wall time stretches accordingly (the call's deadline is checked between calls).
+REGEX_LINE_SECONDS = 2.0
 BINARY_SNIFF = 8192
 LIST_MAX_FILES = 200_000  # files a listing collects before the glob filter
 _CLOCK_EVERY = 1024  # paths or lines between two looks at the clock

@@ -87,7 +87,7 @@ def test_item4_fifos_made_in_the_container_never_block_the_host(sandbox: Any) ->
     assert wrote.error_type == "INVALID_ARGUMENTS"
     found = in_time(lambda: tb.call("search", {"query": "needle"}), fifos)
     assert [m["path"] for m in found.data["matches"]] == ["app.py"]
-    slow = in_time(lambda: tb.call("search", {"query": "(a|aa)+$", "regex": True}), fifos)
+    slow = in_time(lambda: tb.call("search", {"query": "(a|aa)+$", "regex": True}), fifos, 60)
     assert slow.error_type == "TIMEOUT"
     removed = in_time(lambda: tb.call("remove_file", {"path": "p"}), fifos)
     assert removed.ok and not os.path.lexists(ws / "p")

@@ -33,8 +33,10 @@ T = TypeVar("T")
 PATHOLOGICAL_GLOB = "*a*a*a*a*a*a*a*b"
 
 
-def bounded(fn: Callable[[], T], seconds: float = 10.0) -> tuple[T, float]:
-    """fn() in a forked child, killed after `seconds`: (its result, elapsed seconds)."""
+def bounded(fn: Callable[[], T], seconds: float = 30.0) -> tuple[T, float]:
+    """fn() in a forked child, killed after `seconds`: (its result, elapsed seconds). The bounds
+    are generous (the regex timeouts count CPU time, and a loaded CI machine stretches wall
+    time); what failed on 4a9ba26 never returned at all."""
     ctx = multiprocessing.get_context("fork")
     receive, send = ctx.Pipe(duplex=False)
 
@@ -77,7 +79,7 @@ def sandbox(ws: Path, tmp_path: Path) -> Iterator[LocalSandbox]:
     box.close()
 
 
-def call(sandbox: LocalSandbox, tool: str, args: dict[str, Any], seconds: float = 10.0,
+def call(sandbox: LocalSandbox, tool: str, args: dict[str, Any], seconds: float = 30.0,
          **policy: Any) -> tuple[ToolResult, float]:
     return bounded(lambda: Toolbox(sandbox, ToolPolicy(**policy)).call(tool, args), seconds)
 
@@ -134,21 +136,21 @@ def test_item4_apply_patch_onto_a_fifo_is_an_error(sandbox: LocalSandbox, ws: Pa
 def test_item4_backtracking_regex_in_search_stops_with_a_timeout(sandbox: LocalSandbox,
                                                                  ws: Path) -> None:
     (ws / "bomb.txt").write_text("a" * 80 + "!\n")
-    result, elapsed = call(sandbox, "search", {"query": "(a|aa)+$", "regex": True}, seconds=20)
+    result, elapsed = call(sandbox, "search", {"query": "(a|aa)+$", "regex": True}, seconds=60)
     assert result.error_type == "TIMEOUT", result
     assert "backtracking" in (result.error_message or "") and "bomb.txt" in (
         result.error_message or "")
-    assert elapsed < 10
+    assert elapsed < 45
 
 
 def test_item4_search_regex_respects_the_tool_deadline(sandbox: LocalSandbox, ws: Path) -> None:
     for i in range(30):
         (ws / f"bomb{i}.txt").write_text("a" * 26 + "!\n")
     result, elapsed = call(sandbox, "search", {"query": "(a|aa)+$", "regex": True},
-                           seconds=20, tool_timeout_sec=1.5)
+                           seconds=60, tool_timeout_sec=1.5)
     assert result.data["truncated"] and result.data["stopped"] == "the time limit"
     assert "stopped at the time limit" in result.stdout
-    assert elapsed < 8
+    assert elapsed < 45
 
 
 def test_item4_python_regex_syntax_still_works(sandbox: LocalSandbox, ws: Path) -> None:
@@ -165,7 +167,7 @@ def test_item4_pathological_glob_in_list_files_is_linear(sandbox: LocalSandbox, 
     assert result.data["files"] == ["a" * 8 + "b"]
     searched, _ = call(sandbox, "search", {"query": "x", "glob": PATHOLOGICAL_GLOB})
     assert searched.ok
-    assert elapsed < 5
+    assert elapsed < 20
 
 
 def test_item4_overlong_glob_is_refused(sandbox: LocalSandbox) -> None:
@@ -176,10 +178,10 @@ def test_item4_overlong_glob_is_refused(sandbox: LocalSandbox) -> None:
 def test_item4_backtracking_forbidden_pattern_fails_closed(sandbox: LocalSandbox,
                                                            ws: Path) -> None:
     command = "echo " + "a" * 40 + "!"
-    result, elapsed = call(sandbox, "run", {"command": command}, seconds=20,
+    result, elapsed = call(sandbox, "run", {"command": command}, seconds=60,
                            forbidden_commands=[r"(a|aa)+$"])
     assert result.error_type == "FORBIDDEN_COMMAND"
-    assert elapsed < 10
+    assert elapsed < 45
 
 
 def test_item4_globs_match_like_before() -> None:
