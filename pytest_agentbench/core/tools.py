@@ -27,7 +27,7 @@ from pytest_agentbench.core.tool_schemas import (
     ArgumentError,
     check_arguments,
 )
-from pytest_agentbench.core.workspace import NotRegularFile, host_deadline
+from pytest_agentbench.core.workspace import FileTooLarge, NotRegularFile, host_deadline
 
 __all__ = ["TOOL_SCHEMAS", "ErrorType", "EventCallback", "ToolPolicy", "ToolResult", "Toolbox"]
 
@@ -155,6 +155,8 @@ class Toolbox:
             raise
         except NotRegularFile as exc:
             return ToolResult.error(ErrorType.INVALID_ARGUMENTS, str(exc))
+        except FileTooLarge as exc:
+            return ToolResult.error(ErrorType.LIMIT_EXCEEDED, str(exc))
         except GlobError as exc:
             return ToolResult.error(ErrorType.INVALID_ARGUMENTS, f"{tool}: {exc}")
         except (FileNotFoundError, NotADirectoryError) as exc:

@@ -64,6 +64,14 @@ def current_deadline() -> float | None:
 
 
 # -- file types -----------------------------------------------------------------------------------
+READ_ALL_LIMIT = 64 * 1024 * 1024  # read_bytes(max_bytes=None) refuses larger files
+
+
+class FileTooLarge(OSError):
+    """read_bytes without a limit on a file larger than READ_ALL_LIMIT (a sparse file of many
+    gigabytes costs the agent nothing and would fill the host's memory)."""
+
+
 class NotRegularFile(OSError):
     """A FIFO, socket or device where a regular file was expected. The file tools never open one
     (a FIFO blocks the opener until someone opens its other end)."""
@@ -460,7 +468,15 @@ class HostFiles:
         finally:
             os.close(dfd)
         try:
-            return read_fd(fd, max_bytes)
+            if max_bytes is not None:
+                return read_fd(fd, max_bytes)
+            data = read_fd(fd, READ_ALL_LIMIT + 1)
+            if len(data) > READ_ALL_LIMIT:
+                raise FileTooLarge(
+                    f"{path} is larger than {READ_ALL_LIMIT // (1024 * 1024)} MiB; the file "
+                    "tools do not handle files that large (use run)"
+                )
+            return data
         finally:
             os.close(fd)
 

@@ -255,18 +255,25 @@ def test_item4_listing_caps_entries_and_time(sandbox: LocalSandbox, ws: Path,
     assert late.data["incomplete"] == "stopped at the time limit"
 
 
-def test_item4_write_file_over_a_huge_sparse_file_reads_a_bounded_prefix(
-        sandbox: LocalSandbox, ws: Path) -> None:
-    with open(ws / "big", "wb") as handle:
-        handle.truncate(8 * 1024**3)  # sparse: 8 GiB of zeros that cost nothing on disk
-
-    def write_under_a_memory_limit() -> ToolResult:
+def under_a_memory_limit(sandbox: LocalSandbox, tool: str, args: dict[str, Any]) -> ToolResult:
+    def run() -> ToolResult:
         limit = 2 * 1024**3
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        return Toolbox(sandbox, ToolPolicy()).call("write_file", {"path": "big", "content": "x"})
+        return Toolbox(sandbox, ToolPolicy()).call(tool, args)
 
-    result, _ = bounded(write_under_a_memory_limit, seconds=30)
-    assert result.ok, result.error_message
+    return bounded(run, seconds=60)[0]
+
+
+def test_item4_huge_sparse_files_are_read_only_in_a_bounded_prefix(
+        sandbox: LocalSandbox, ws: Path) -> None:
+    for name in ("big", "big2"):
+        with open(ws / name, "wb") as handle:
+            handle.truncate(8 * 1024**3)  # sparse: 8 GiB of zeros that cost nothing on disk
+    patch = "--- a/big2\n+++ b/big2\n@@ -1 +1 @@\n-a\n+b\n"
+    patched = under_a_memory_limit(sandbox, "apply_patch", {"unified_diff": patch})
+    assert patched.error_type == "LIMIT_EXCEEDED" and "MiB" in (patched.error_message or "")
+    wrote = under_a_memory_limit(sandbox, "write_file", {"path": "big", "content": "x"})
+    assert wrote.ok, wrote.error_message
     assert (ws / "big").read_bytes() == b"x"
 
 
