@@ -25,6 +25,7 @@ from pytest_agentbench.core.gitops import (
     dirty_tracked_files,
     untracked_files,
 )
+from pytest_agentbench.core.keep import keep_workspace
 from pytest_agentbench.core.phases import PhaseTimer
 from pytest_agentbench.core.ports import (
     ExecResult,
@@ -478,11 +479,11 @@ class Trial:
             with contextlib.suppress(Exception):  # the label sweep is the backstop
                 sandbox.close()
         repo = self.workspace / "repo"
-        if self.cfg.keep_workspace and repo.exists():
-            # .git is dropped: the agent could have planted hooks or config that would run on
-            # the host the first time someone types `git status` there. final.patch has the diff.
-            shutil.rmtree(repo / ".git", ignore_errors=True)
-            shutil.move(str(repo), self.paths.root / "repo")
+        if self.cfg.keep_workspace and repo.is_dir():
+            # An inert copy, never a move: no .git at any depth, no FIFO, no symlink out
+            # (core/keep.py). final.patch has the diff.
+            report = keep_workspace(repo, self.paths.root / "repo")
+            self.environment["kept_workspace"] = report.to_dict()
         shutil.rmtree(self.workspace, ignore_errors=True)
 
 
