@@ -4,6 +4,9 @@ No network is needed to open it (inline CSS, JS and SVG; a CSP forbids any fetch
 data (events from `events.jsonl`, `agent/tool_calls.jsonl`, `agent/conversation.jsonl`,
 `diffs/*.patch`, `logs/*.txt` under each attempt's `artifact_paths.task_dir`) is embedded as
 JSON and rendered by the script on first open. Every value is escaped: it is agent output.
+Every embedded text also passes through a `Redactor` (the credential patterns by default; the
+plugin passes the run's own, which knows each task's secrets): the artifacts of a run written
+before redaction covered them must not leak through the report.
 Missing artifacts are reported in the drill-down; paths escaping the run dir are ignored.
 """
 
@@ -13,7 +16,7 @@ import json
 import math
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -21,6 +24,9 @@ import pandas as pd
 from pytest_agentbench.reporting.html_assets import CSS, JS
 from pytest_agentbench.reporting.load import Run, load_events, load_run
 from pytest_agentbench.reporting.summary import RunSummary, summarize
+
+if TYPE_CHECKING:
+    from pytest_agentbench.llm.redaction import Redactor
 
 HTML_FILE = "report.html"
 MAX_TASKS = 1000
@@ -32,16 +38,29 @@ _EVENT_DETAIL = ("phase", "tool", "step", "ok", "exit_code", "error_type", "dura
                  "model", "finish_reason", "status")
 
 
-def write_html(run_dir: str | Path, out: str | Path | None = None) -> Path:
-    run = load_run(run_dir)
+def write_html(run_dir: str | Path, out: str | Path | None = None,
+               redactor: Redactor | None = None) -> Path:
+    from pytest_agentbench.reporting import load
+
+    if (Path(run_dir) / load.ATTEMPTS_FILE).exists():
+        run = load_run(run_dir)
+    else:  # interrupted before any attempt ended: a report that says so
+        meta = load.read_meta(Path(run_dir) / load.RUN_FILE)
+        run = Run(Path(run_dir), meta, load.records_to_frame([]), ("no attempt was recorded",))
     path = Path(out) if out else Path(run_dir) / HTML_FILE
-    path.write_text(render_html(run, summarize(run)), encoding="utf-8")
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(render_html(run, summarize(run), redactor=redactor), encoding="utf-8")
+    tmp.replace(path)
     return path
 
 
-def render_html(run: Run, summary: RunSummary, max_tasks: int = MAX_TASKS) -> str:
+def render_html(run: Run, summary: RunSummary, max_tasks: int = MAX_TASKS,
+                redactor: Redactor | None = None) -> str:
+    from pytest_agentbench.llm.redaction import Redactor
+
     d = summary.data
     tasks, rows = _tasks(run, max_tasks)
+    tasks = (redactor or Redactor()).redact_obj(tasks)
     payload = json.dumps({"tasks": tasks}, separators=(",", ":"), allow_nan=False)
     payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     total = int(run.attempts["task_id"].nunique())

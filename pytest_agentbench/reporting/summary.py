@@ -14,13 +14,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from pytest_agentbench.reporting import stats
 from pytest_agentbench.reporting.load import Run, load_run
+
+if TYPE_CHECKING:
+    from pytest_agentbench.llm.redaction import Redactor
 
 SCHEMA_VERSION = 1
 SUMMARY_FILE = "report_summary.md"
@@ -315,11 +318,14 @@ def _scope_table(df: pd.DataFrame, scored: pd.Series, run: Run) -> pd.DataFrame:
     return table[SCOPE_COLUMNS]
 
 
-def write_summary(run_dir: str | Path, infra_as_failure: bool = False) -> Path:
+def write_summary(run_dir: str | Path, infra_as_failure: bool = False,
+                  redactor: Redactor | None = None) -> Path:
     """Write `<run_dir>/report_summary.md` (the plugin calls this at session end).
 
     A run that recorded no attempt at all (no attempts.jsonl) still gets a summary saying so.
+    The text passes through `redactor` (default: the credential patterns of a plain Redactor).
     """
+    from pytest_agentbench.llm.redaction import Redactor
     from pytest_agentbench.reporting import load
     from pytest_agentbench.reporting.render import summary_markdown
 
@@ -330,6 +336,7 @@ def write_summary(run_dir: str | Path, infra_as_failure: bool = False) -> Path:
         meta = load.read_meta(Path(run_dir) / load.RUN_FILE)
         run = Run(Path(run_dir), meta, load.records_to_frame([]), ("no attempt was recorded",))
     text = summary_markdown(summarize(run, infra_as_failure=infra_as_failure))
+    text = (redactor or Redactor()).redact(text)
     tmp = path.with_suffix(".md.tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
