@@ -1,23 +1,45 @@
 """The active half of the plugin: registered by plugin.py only when an agentbench run was asked
 for, so that an inert pytest session pays nothing for it. Collection of task.yaml files, xdist
 plumbing, the one writer of attempts.jsonl, the run's end.
+
+The run's end is a list of independent steps (merge events, remove work dirs, sweep containers,
+write the summary and the HTML report): one failing (the Docker engine gone) is reported as one
+line and never stops the others. SIGTERM ends a run like Ctrl-C (session.sigterm_as_interrupt).
 """
 
 from __future__ import annotations
 
-import shutil
+import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_agentbench.hostenv import resolve_ca_bundle, work_root
+from pytest_agentbench.hostenv import resolve_ca_bundle
 from pytest_agentbench.items import AB_KEY, SHORT_FAILURES, TaskFile
-from pytest_agentbench.session import ResumeError, RunState, merge_events, record_attempt, start_run
+from pytest_agentbench.llm.redaction import Redactor
+from pytest_agentbench.session import (
+    OutDirError,
+    ResumeError,
+    RunState,
+    check_out_dir,
+    end_run,
+    on_sigterm,
+    record_attempt,
+    restore_sigterm,
+    sigterm_as_interrupt,
+    start_run,
+    uninterrupted,
+)
 from pytest_agentbench.spec.loader import LoadedTask, TaskProblem, discover
 from pytest_agentbench.variants import Variant, VariantError, agent_factories, load_variant
-from pytest_agentbench.xdist_glue import crash_record, is_worker
+from pytest_agentbench.xdist_glue import (
+    crash_record,
+    is_worker,
+    signal_workers,
+    unhandled_reports,
+)
 
 
 @dataclass
@@ -36,6 +58,16 @@ class AgentbenchConfig:
     recorded: int = 0
     recorded_keys: set[str] = field(default_factory=set)
     outcomes: dict[str, int] = field(default_factory=dict)
+    finish_errors: list[str] = field(default_factory=list)  # session-end steps that failed
+    _redactor: Redactor | None = None
+
+    @property
+    def redactor(self) -> Redactor:
+        """The run's redactor: every task's own secrets (repo.url, setup commands, the
+        artifacts.redact variables) plus the credential patterns. Workers build the same one."""
+        if self._redactor is None:
+            self._redactor = Redactor.for_tasks(t.spec for t in self.tasks_by_path.values())
+        return self._redactor
 
     def run_config(self) -> dict[str, Any]:
         """What must match for --agentbench-resume to continue a run."""
@@ -64,9 +96,10 @@ def activate(config: pytest.Config, suites: list[str]) -> None:
     resume = config.getoption("agentbench_resume")
     try:
         ab = _make_config(config, suites)
-    except (VariantError, ResumeError, ValueError) as exc:  # ModelConfigError is a ValueError
+    except (VariantError, ResumeError, OutDirError, ValueError) as exc:  # ModelConfigError too
         raise pytest.UsageError(str(exc)) from None
     config.stash[AB_KEY] = ab
+    sigterm_as_interrupt()
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args = [str(ab.taskpacks / suite) for suite in ab.suites]
     if is_worker(config):
@@ -85,11 +118,15 @@ def activate(config: pytest.Config, suites: list[str]) -> None:
             ab.run_config(),
             ab.run_config_hash(),
             Path(resume) if resume else None,
+            redact_obj=ab.redactor.redact_obj,
+            out_label=_out_label(config),
         )
-    except ResumeError as exc:
+    except (ResumeError, OutDirError) as exc:
         raise pytest.UsageError(str(exc)) from None
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistController(ab), "agentbench-xdist")
+        # workers stop at once, each removing its own containers, as with a terminal's Ctrl-C
+        on_sigterm(lambda: signal_workers(config, signal.SIGTERM))
 
 
 def _check_rootdir(config: pytest.Config) -> None:
@@ -136,6 +173,8 @@ def _make_config(config: pytest.Config, suites: list[str]) -> AgentbenchConfig:
     if attempts < 1:
         raise ValueError("--agentbench-attempts: expected a positive integer")
     out = Path(opt("agentbench_out") or ini("agentbench_out") or "reports/runs")
+    if not resume:
+        check_out_dir(out.resolve(), f"{_out_label(config)}={out}")
     options = {
         "image": opt("agentbench_image") or ini("agentbench_image") or None,
         "sandbox": opt("agentbench_sandbox") or "docker",
@@ -180,6 +219,10 @@ def _make_config(config: pytest.Config, suites: list[str]) -> AgentbenchConfig:
     for task in loaded.tasks:
         ab.tasks_by_path[task.path.resolve()] = task
     return ab
+
+
+def _out_label(config: pytest.Config) -> str:
+    return "--agentbench-out" if config.getoption("agentbench_out") else "agentbench_out (ini)"
 
 
 def _infer_local_preset(llm: dict[str, Any]) -> None:
@@ -304,14 +347,20 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     ab = config.stash.get(AB_KEY, None)
     if ab is None or ab.state is None:
         return
+    with uninterrupted():  # a SIGTERM now takes effect once the line is written
+        _record(ab, report)
+
+
+def _record(ab: AgentbenchConfig, report: pytest.TestReport) -> None:
+    assert ab.state is not None
     record = getattr(report, "agentbench", None)
     if record is None and report.failed and report.when not in ("setup", "call", "teardown"):
         # pytest-xdist reports a worker that died mid-item with when="???"
         record = crash_record(ab, report)
     key = f"{record['task_id']}#{record['attempt_index']}" if record else ""
     if record is not None and key not in ab.recorded_keys:  # a late crash report of a finished
+        record_attempt(ab.state, record, ab.redactor.redact_record)
         ab.recorded_keys.add(key)  # attempt (worker died in teardown) must not add a 2nd line
-        record_attempt(ab.state, record)
         ab.recorded += 1
         outcome = record.get("pytest_outcome") or "error"
         ab.outcomes[outcome] = ab.outcomes.get(outcome, 0) + 1
@@ -325,23 +374,21 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     _CONFIG["config"] = session.config
 
 
+@pytest.hookimpl(trylast=True)  # after xdist stopped its workers: none starts after the sweep
 def pytest_sessionfinish(session: pytest.Session) -> None:
     ab = session.config.stash.get(AB_KEY, None)
     if ab is None or ab.state is None or is_worker(session.config):
         return
-    merge_events(ab.state)
-    shutil.rmtree(work_root(ab.state.run_id), ignore_errors=True)
-    if ab.options["sandbox"] == "docker":
-        from pytest_agentbench.sandbox.docker import DockerSandboxFactory
+    config = session.config
 
-        DockerSandboxFactory().sweep({"agentbench.run_id": ab.state.run_id})
-    try:
-        from pytest_agentbench.reporting import write_html, write_summary
+    def record_unhandled() -> None:
+        if config.pluginmanager.hasplugin("dsession"):
+            for report in unhandled_reports(config):
+                _record(ab, report)
 
-        write_summary(ab.state.path)
-        write_html(ab.state.path)
-    except Exception as exc:  # noqa: BLE001 - a report bug must not lose the run
-        (ab.state.path / "report_error.txt").write_text(f"{type(exc).__name__}: {exc}\n")
+    ab.finish_errors += end_run(
+        ab.state, ab.redactor, docker=ab.options["sandbox"] == "docker", first=record_unhandled
+    )
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -354,6 +401,16 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         f"run {ab.state.run_id} ({ab.variant.name}): {ab.recorded} attempts recorded ({counts})"
     )
     terminalreporter.write_line(f"run dir: {ab.state.run_dir}")
+    for note in ab.state.notes:
+        terminalreporter.write_line(f"agentbench: {note}", yellow=True)
+    for line in ab.finish_errors:
+        terminalreporter.write_line(
+            ab.redactor.redact(f"agentbench: session end: {line}"), red=True
+        )
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    restore_sigterm()
 
 
 class _XdistController:

@@ -67,6 +67,45 @@ def crash_record(ab: AgentbenchConfig, report: pytest.TestReport) -> dict[str, A
     return record.to_json_dict()
 
 
+def signal_workers(config: pytest.Config, signum: int) -> list[int]:
+    """Send `signum` to the xdist worker processes of this controller (the pids of execnet's
+    popen gateways); returns the pids signalled. What a terminal's Ctrl-C does to the whole
+    process group, for a SIGTERM that reached the controller alone."""
+    import os
+
+    group = getattr(getattr(config.pluginmanager.getplugin("dsession"), "nodemanager", None),
+                    "group", None)
+    pids = []
+    for gateway in list(group or []):
+        pid = getattr(getattr(getattr(gateway, "_io", None), "popen", None), "pid", None)
+        if isinstance(pid, int):
+            try:
+                os.kill(pid, signum)
+                pids.append(pid)
+            except ProcessLookupError:
+                pass
+    return pids
+
+
+def unhandled_reports(config: pytest.Config) -> list[pytest.TestReport]:
+    """Test reports the workers sent that the controller never handled: an interrupted run
+    (Ctrl-C, SIGTERM) stops xdist's event loop with events still queued. Call after the nodes
+    were torn down; the attempts they describe finished and deserve their records."""
+    from queue import Empty
+
+    queue = getattr(config.pluginmanager.getplugin("dsession"), "queue", None)
+    reports: list[pytest.TestReport] = []
+    while queue is not None:
+        try:
+            callname, kwargs = queue.get_nowait()
+        except Empty:
+            break
+        if callname == "testreport" and "rep" in kwargs:
+            kwargs["rep"].node = kwargs.get("node")
+            reports.append(kwargs["rep"])
+    return reports
+
+
 def _worker_name(report: pytest.TestReport) -> str:
     node = getattr(report, "node", None)
     workerinput = getattr(node, "workerinput", None) or {}

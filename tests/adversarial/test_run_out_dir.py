@@ -1,0 +1,107 @@
+"""Issue 8 item 9 (the --agentbench-out part): an output root where no run directory can be made
+is a usage error, one `ERROR:` line naming the option and the problem, exit code 4, no
+INTERNALERROR, and nothing created.
+
+On 4a9ba26 each of these ended in an INTERNALERROR traceback (mkdir raising in pytest_configure).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.adversarial, pytest.mark.unit]
+
+USAGE_ERROR = 4
+
+
+def _git(cwd: Path, *args: str) -> str:
+    out = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+        cwd=cwd, check=True, capture_output=True, text=True,
+    )
+    return out.stdout.strip()
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester) -> Path:
+    """taskpacks/synth with one trivial task on a local repository."""
+    root = pytester.path / "taskpacks"
+    repo = root / "_repos" / "tiny"
+    repo.mkdir(parents=True)
+    _git(repo, "init", "-q")
+    (repo / "value.txt").write_text("bad\n")
+    _git(repo, "add", "value.txt")
+    _git(repo, "commit", "-q", "-m", "broken")
+    task = root / "synth" / "one" / "task.yaml"
+    task.parent.mkdir(parents=True)
+    task.write_text(
+        "task_spec_version: 1\nid: one\nsuite: synth\n"
+        f"repo:\n  url: ../../_repos/tiny\n  commit: {_git(repo, 'rev-parse', 'HEAD')}\n"
+        "validation:\n"
+        f"  failing_command: {json.dumps('grep -qx good value.txt')}\n"
+        f"  passing_command: {json.dumps('grep -qx good value.txt')}\n"
+    )
+    return root
+
+
+def _entries(root: Path) -> list[str]:
+    """What is in pytester's directory, minus the runner's own base temp directories."""
+    runner = ("runpytest-", "stdout", "stderr")  # runpytest_subprocess's own files
+    return sorted(p.name for p in root.iterdir() if not p.name.startswith(runner))
+
+
+def _run(pytester: pytest.Pytester, out: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--agentbench-suite", "synth", "--agentbench-sandbox", "local",
+        f"--agentbench-out={out}",
+    )
+
+
+def _assert_one_usage_error(result: pytest.RunResult, *words: str) -> str:
+    text = result.stdout.str() + "\n" + result.stderr.str()
+    assert "INTERNALERROR" not in text, text
+    assert "Traceback" not in text, text
+    assert result.ret == USAGE_ERROR, text
+    errors = [line for line in text.splitlines() if line.startswith("ERROR:")]
+    assert len(errors) == 1, text
+    line = errors[0]
+    assert "--agentbench-out" in line, line
+    for word in words:
+        assert word in line, line
+    return line
+
+
+def test_out_is_a_file(pytester: pytest.Pytester, suite: Path) -> None:
+    target = pytester.path / "afile"
+    target.write_text("keep me\n")
+    before = _entries(pytester.path)
+    line = _assert_one_usage_error(_run(pytester, str(target)), "is a file")
+    assert str(target) in line
+    assert target.read_text() == "keep me\n"
+    assert _entries(pytester.path) == before  # nothing created
+
+
+def test_out_below_a_file(pytester: pytest.Pytester, suite: Path) -> None:
+    target = pytester.path / "afile"
+    target.write_text("keep me\n")
+    before = _entries(pytester.path)
+    _assert_one_usage_error(_run(pytester, f"{target}/runs/deeper"), str(target), "is a file")
+    assert target.read_text() == "keep me\n"
+    assert _entries(pytester.path) == before
+
+
+def test_out_in_proc(pytester: pytest.Pytester, suite: Path) -> None:
+    before = _entries(pytester.path)
+    _assert_one_usage_error(_run(pytester, "/proc/agentbench-x"), "/proc/agentbench-x")
+    assert not Path("/proc/agentbench-x").exists()
+    assert _entries(pytester.path) == before
+
+
+def test_a_good_out_dir_still_works(pytester: pytest.Pytester, suite: Path) -> None:
+    result = _run(pytester, str(pytester.path / "new" / "runs"))
+    assert result.ret in (0, 1), result.stdout.str()
+    assert len(list((pytester.path / "new" / "runs").iterdir())) == 1
