@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.hostenv import resolve_ca_bundle
-from pytest_agentbench.items import AB_KEY, SHORT_FAILURES, TaskFile
+from pytest_agentbench.items import AB_KEY, SHORT_FAILURES, TaskFile, collect_task_directory
 from pytest_agentbench.llm.redaction import Redactor
 from pytest_agentbench.session import (
     OutDirError,
@@ -213,9 +213,9 @@ def _make_config(config: pytest.Config, suites: list[str]) -> AgentbenchConfig:
     )
     loaded = discover(taskpacks, ab.suites)
     for problem in loaded.problems:
-        if problem.path.name != "task.yaml":
+        if problem.task_file is None:
             raise ValueError(str(problem))  # a missing suite or taskpacks dir: nothing to run
-        ab.problems_by_path.setdefault(problem.path.resolve(), []).append(problem)
+        ab.problems_by_path.setdefault(problem.task_file.resolve(), []).append(problem)
     for task in loaded.tasks:
         ab.tasks_by_path[task.path.resolve()] = task
     return ab
@@ -280,6 +280,10 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
         return None
     inside = ab.taskpacks in collection_path.parents
     return True if inside and collection_path.name != "task.yaml" else None
+
+
+def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    return collect_task_directory(path, parent)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

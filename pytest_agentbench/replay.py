@@ -181,7 +181,7 @@ def _run_trial(task: LoadedTask, record: dict[str, Any], script: Path, out: Path
 
     image = _image(args, record)
     run_id = f"replay-{out.name}"
-    redactor = Redactor(env_names=task.spec.artifacts.redact)
+    redactor = Redactor.for_task(task.spec)
     cfg = TrialConfig(
         run_id=run_id, run_dir=out,
         work_root=Path(tempfile.gettempdir()) / "agentbench-work" / run_id,

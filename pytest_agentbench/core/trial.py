@@ -450,7 +450,7 @@ class Trial:
             text = getattr(result, f"full_{stream}") or getattr(result, stream)
             with self.paths.log(f"{name}_{stream}.txt").open("a", encoding="utf-8") as handle:
                 if log is None:
-                    handle.write(f"$ {command}\n")
+                    handle.write(self.cfg.redact(f"$ {command}\n"))
                 handle.write(self.cfg.redact(text))
         self.events.emit(
             "command_finished",

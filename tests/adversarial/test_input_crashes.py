@@ -214,11 +214,6 @@ def test_task_folder_without_task_yaml_is_a_task_problem_not_a_run_problem(packs
         assert problem.task_file == problem.path / TASK_FILE
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs active.py (not owned here): raise only for run-level problems and collect "
-    "task directories through items.collect_task_directory (see the issue 8 notes)",
-)
 def test_task_folder_without_task_yaml_is_one_error_and_the_run_goes_on(
     pytester: pytest.Pytester,
 ) -> None:

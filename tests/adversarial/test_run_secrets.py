@@ -182,8 +182,6 @@ def test_no_file_of_the_run_holds_a_task_secret(
     assert "--token=[REDACTED]" in records  # the summary still says which command failed
 
 
-@pytest.mark.xfail(strict=True, reason="core/trial.py _exec writes the '$ <command>' header of "
-                   "logs/setup_*.txt without cfg.redact (owned elsewhere; see the issue-8 note)")
 def test_the_command_headers_of_the_setup_logs_are_redacted(
     pytester: pytest.Pytester, leaky_run: tuple[Path, str]
 ) -> None:
