@@ -1,8 +1,10 @@
 """The toolbox the agent actually holds: every call recorded, every edit diffed.
 
 Wraps the Toolbox so agents need no cooperation: each call goes to `agent/tool_calls.jsonl`
-(redacted), and after any call that may have changed files the workspace tree is compared with
-the last snapshot; a change becomes `diffs/step_NNNN.patch` and a `patch_applied` event.
+(redacted), a call that raises included (its exception is the result), and after any call that
+may have changed files the workspace tree is compared with the last snapshot; a change becomes
+`diffs/step_NNNN.patch` and a `patch_applied` event. Snapshots come from one `Snapshotter` per
+sandbox (core/gitops.py), whose first tree is the base of the final diff.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from typing import Any
 
 from pytest_agentbench.core.agent_api import AgentOutcome
 from pytest_agentbench.core.events import EventSink, utc_now
-from pytest_agentbench.core.gitops import SnapshotError, diff_trees, snapshot_tree
+from pytest_agentbench.core.gitops import SnapshotError, Snapshotter
 from pytest_agentbench.core.globs import matches_any
-from pytest_agentbench.core.ports import Sandbox
+from pytest_agentbench.core.ports import Sandbox, SandboxError
 from pytest_agentbench.core.rundir import AttemptPaths
 from pytest_agentbench.core.tools import Toolbox, ToolResult
 from pytest_agentbench.spec.records import AgentStats
@@ -42,7 +44,8 @@ class RecordingToolbox:
         self.errors = 0
         self.patches_rejected = 0
         self.edits_refused = 0
-        self.base_tree = snapshot_tree(sandbox)
+        self.snapshots = Snapshotter(sandbox)
+        self.base_tree = self.snapshots.snapshot()
         self.last_tree = self.base_tree
         self.diff_steps = 0
         self.changed_files: list[str] = []
@@ -57,32 +60,48 @@ class RecordingToolbox:
             asked = arguments.get("timeout_sec") or self.policy.tool_timeout_sec
             if isinstance(asked, int | float):
                 arguments = {**arguments, "timeout_sec": min(float(asked), remaining)}
-        result = self.inner.call(name, arguments)
+        try:
+            result = self.inner.call(name, arguments)
+        except BaseException as exc:  # the sandbox died (or worse): the call is still recorded
+            kind = "SANDBOX_ERROR" if isinstance(exc, SandboxError) else "HARNESS_ERROR"
+            self._log_call(name, arguments, {
+                "ok": False, "tool": name, "error_type": kind, "exception": type(exc).__name__,
+                "error_message": f"{type(exc).__name__}: {exc}"[:2000],
+            })
+            raise
         if not result.ok:
             self.errors += 1
             if result.error_type == "PATCH_REJECTED":
                 self.patches_rejected += 1
             if result.error_type == "EDIT_NOT_ALLOWED":
                 self.edits_refused += 1
-        line = {
-            "step": self.step,
-            "ts": utc_now(),
-            "tool": name,
-            "arguments": arguments,
-            "result": result.to_dict(),
-        }
-        with (self.paths.root / "agent" / "tool_calls.jsonl").open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(self.redact_obj(line), ensure_ascii=False, default=str) + "\n")
+        self._log_call(name, arguments, result.to_dict())
         if name in MUTATING:
             self._snapshot_step()
         return result
 
-    def _snapshot_step(self) -> None:
+    def _log_call(self, name: str, arguments: dict[str, Any], result: dict[str, Any]) -> None:
+        line = self.redact_obj({"step": self.step, "ts": utc_now(), "tool": name,
+                                "arguments": arguments, "result": result})
+        text = json.dumps(line, ensure_ascii=False, default=str)
         try:
-            tree = snapshot_tree(self.sandbox)
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates (write_file takes them): escaped instead
+            data = json.dumps(line, default=str).encode("ascii")
+        with (self.paths.root / "agent" / "tool_calls.jsonl").open("ab") as fh:
+            fh.write(data + b"\n")
+
+    def _snapshot_step(self) -> None:
+        rebuilds = self.snapshots.rebuilds
+        try:
+            tree, diff = self.snapshots.snapshot_diff(self.last_tree)
+            if self.snapshots.rebuilds > rebuilds:
+                self.events.emit(
+                    "note", kind="snapshot_rebuilt",
+                    message="the harness's snapshot index was changed or removed; rebuilt",
+                )
             if tree == self.last_tree:
                 return
-            diff = diff_trees(self.sandbox, self.last_tree, tree)
         except SnapshotError as exc:  # the agent's doing; the final diff decides its fate
             self.events.emit("note", kind="snapshot_failed", message=str(exc)[:300])
             return
@@ -99,7 +118,10 @@ class RecordingToolbox:
         )
 
     def final_diff(self) -> tuple[list[str], int, str]:
-        diff = diff_trees(self.sandbox, self.base_tree, snapshot_tree(self.sandbox))
+        try:
+            diff = self.snapshots.snapshot_diff(self.base_tree)[1]
+        finally:
+            self.snapshots.close()
         (self.paths.root / "diffs" / "final.patch").write_text(self.redact(diff.patch), "utf-8")
         self.final_patch = diff.patch  # unredacted: this is what gets applied for scoring
         return diff.files, diff.lines_changed, diff.patch
