@@ -11,12 +11,33 @@ Phase = Literal["setup", "agent"]
 
 
 class SandboxError(Exception):
-    """The sandbox itself failed (engine down, container died): maps to SANDBOX_ERROR."""
+    """The sandbox itself failed (engine down, container gone): maps to SANDBOX_ERROR."""
+
+
+class SandboxExited(SandboxError):
+    """The sandbox stopped while the engine still answers: its container is no longer running.
+
+    Raised by `exec` (and anything built on it) instead of a plain SandboxError, so the core can
+    tell a sandbox that something inside took down (an agent's command: the agent's failure)
+    from an engine that went away (infrastructure). `expired` is the dead-man's switch: PID 1
+    ran out its lifetime and exited 0 on its own, which no command can cause.
+    """
+
+    def __init__(self, message: str, *, exit_code: int | None = None,
+                 oom_killed: bool = False, status: str | None = None) -> None:
+        super().__init__(message)
+        self.exit_code, self.oom_killed, self.status = exit_code, oom_killed, status
+
+    @property
+    def expired(self) -> bool:
+        return self.exit_code == 0 and not self.oom_killed
 
 
 @dataclass
 class ExecResult:
-    """One command's outcome. `exit_code` is the command's own; on timeout it is 124 or 137."""
+    """One command's outcome. `exit_code` is the command's own, as the sandbox observed it (never
+    text the command printed); on timeout it is 124 or 137. `disk_limit_exceeded`: the workspace
+    hit `SandboxSpec.disk_limit_mb` during the command (its writes failed or it was killed)."""
 
     exit_code: int
     stdout: str
@@ -24,6 +45,7 @@ class ExecResult:
     duration_ms: int
     timed_out: bool = False
     oom_killed: bool = False
+    disk_limit_exceeded: bool = False
     stdout_truncated: bool = False
     stderr_truncated: bool = False
     stdout_total_lines: int = 0
@@ -44,6 +66,7 @@ class ExecResult:
             "duration_ms": self.duration_ms,
             "timed_out": self.timed_out,
             "oom_killed": self.oom_killed,
+            "disk_limit_exceeded": self.disk_limit_exceeded,
             "stdout_truncated": self.stdout_truncated,
             "stderr_truncated": self.stderr_truncated,
             "stdout_total_lines": self.stdout_total_lines,
@@ -70,6 +93,7 @@ class SandboxSpec:
     ca_bundle: Path | None = None  # host CA bundle mounted read-only (TLS-intercepting proxies)
     pip_cache: Path | None = None  # host dir for a persistent pip cache
     full_logs: bool = False
+    disk_limit_mb: int | None = None  # size limit of `workspace`; see SandboxFactory.provision
 
 
 class PathEscape(Exception):
@@ -88,7 +112,12 @@ class Files(Protocol):
 
 
 class Sandbox(Protocol):
-    """An isolated place to run commands against a workspace."""
+    """An isolated place to run commands against a workspace.
+
+    One command at a time: `exec` is serialized per sandbox (concurrent calls wait), because
+    when a command ends every process it started is killed, whatever it did to escape. Raises
+    SandboxExited when the sandbox is no longer running, SandboxError when it cannot be reached.
+    """
 
     spec: SandboxSpec
     files: Files
@@ -112,6 +141,19 @@ class Sandbox(Protocol):
 
 class SandboxFactory(Protocol):
     def open(self, spec: SandboxSpec) -> Sandbox: ...
+
+    def provision(self, path: Path, disk_limit_mb: int | None) -> str:
+        """Make `path` an empty directory whose size is bounded by `disk_limit_mb`, before
+        anything is put in it (a checkout, a copy); sandboxes opened on it enforce the bound.
+        Returns how: "filesystem" (a hard bound), "watched" (a soft one), or "none". Call
+        `release(path)` when done with it."""
+        ...
+
+    def release(self, path: Path, keep: bool = False) -> None:
+        """Undo `provision` once no sandbox uses `path`. keep=True: the content stays in `path`
+        (a plain directory again); otherwise it may be discarded (the caller removes `path`).
+        Safe on a path that was never provisioned, and to call twice."""
+        ...
 
     def sweep(self, labels: Mapping[str, str]) -> int:
         """Remove every sandbox carrying these labels; returns how many were removed."""
