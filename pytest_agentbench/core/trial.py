@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import time
 import traceback
 from typing import Any
@@ -41,7 +40,7 @@ from pytest_agentbench.core.signatures import sha256
 from pytest_agentbench.core.tools import Toolbox, ToolPolicy
 from pytest_agentbench.core.trial_config import TrialConfig, attempt_id, sandbox_spec
 from pytest_agentbench.core.trial_record import build_record
-from pytest_agentbench.core.workspace import HostFiles
+from pytest_agentbench.core.workspace import HostFiles, remove_tree
 from pytest_agentbench.repos import MirrorCache, RepoError, resolve_source
 from pytest_agentbench.spec.loader import LoadedTask
 from pytest_agentbench.spec.records import (
@@ -484,7 +483,9 @@ class Trial:
             # (core/keep.py). final.patch has the diff.
             report = keep_workspace(repo, self.paths.root / "repo")
             self.environment["kept_workspace"] = report.to_dict()
-        shutil.rmtree(self.workspace, ignore_errors=True)
+        problems = remove_tree(self.workspace)  # iterative: a 2000-level tree cannot stop us
+        if problems:
+            self.environment["workspace_cleanup"] = problems[:50]
 
 
 __all__ = ["Failure", "Trial", "TrialConfig", "attempt_id"]

@@ -53,3 +53,24 @@ def test_kept_workspace_cannot_run_the_agents_git_config(tmp_path: Path) -> None
     subprocess.run(["git", "status"], cwd=kept, capture_output=True,
                    env={**os.environ, "PWNED_TAG": tag}, timeout=60)
     assert not Path(f"/tmp/pwned-{tag}").exists()
+
+
+def test_a_2000_level_workspace_does_not_lose_the_record(tmp_path: Path) -> None:
+    """shutil.rmtree recursed once per level: RecursionError in teardown, no record."""
+    script, variant = tmp_path / "script.yaml", tmp_path / "nester.yaml"
+    nest = ("python -c \"import os\nfor _ in range(2000):\n    os.mkdir('d'); os.chdir('d')\"")
+    script.write_text(yaml.safe_dump([{"tool": "run", "arguments": {"command": nest}}]))
+    variant.write_text(yaml.safe_dump({"name": "nester", "agent": "scripted",
+                                       "params": {"script": str(script)}}))
+    out = tmp_path / "runs"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
+         "--agentbench-suite", "custom-dev", f"--agentbench-taskpacks={ROOT / 'taskpacks'}",
+         f"--agentbench-out={out}", "-k", "fix-mean-off-by-one",
+         f"--agentbench-variant={variant}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, env=dict(os.environ))
+    (run_dir,) = list(out.iterdir())
+    (line,) = (run_dir / "attempts.jsonl").read_text().splitlines()
+    record = json.loads(line)
+    assert record["result"]["failure_reason"] != "SANDBOX_ERROR", proc.stdout[-3000:]
+    assert "INTERNALERROR" not in proc.stdout + proc.stderr
