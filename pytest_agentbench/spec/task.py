@@ -248,9 +248,9 @@ class AgentSpec(Strict):
     forbidden_commands: list[ShortText] = Field(default_factory=list, max_length=MAX_ITEMS)
     protect_test_infra: bool = Field(
         default=True,
-        description="conftest.py files, pytest configuration files (pytest.ini, pyproject.toml, "
-        "tox.ini, setup.cfg) and the test files named by failing_command/passing_command are "
-        "read-only for the agent unless this is false",
+        description="conftest.py files, pytest.ini, tox.ini, the pytest sections of "
+        "pyproject.toml and setup.cfg, and the tests failing_command/passing_command run are "
+        "read-only for the agent unless this is false (core/protection.py)",
     )
 
     @field_validator("forbidden_commands")
