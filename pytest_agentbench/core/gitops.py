@@ -83,8 +83,9 @@ _FP = r"""fp() { [ -d "$GD" ] && [ ! -L "$GD" ] && find "$GD" -printf '%P %y %s 
     "$GD/info/exclude" "$GD/info/attributes"; }
 """
 _CHECK = '[ -n "$EXPECT" ] && [ "$(fp)" = "$EXPECT" ] || exit 86\n'
-# A fresh git dir whose index holds the base tree (or, the first time, HEAD's) without stat data,
-# so the update below hashes every file.
+# A fresh git dir whose index holds the base tree (the first time, HEAD's) without stat data, so
+# the update below hashes every file. (Seeding it from the checkout's .git/index would not save
+# much: right after a checkout nearly every entry is racy or recently changed, so hashed anyway.)
 _REBUILD_SCRIPT = r"""rm -rf "$GD" && mkdir -m 700 "$GD" && mkdir "$GD/refs" "$GD/info" &&
 printf 'ref: refs/heads/agentbench\n' > "$GD/HEAD" && printf '%s' "$BARE" > "$GD/config" &&
 printf '%s' "$ATTRS" | base64 -d > "$GD/info/attributes" && printf '* -diff\n' > "$GD/binary" &&
@@ -227,10 +228,11 @@ class Snapshotter:
         """The tree id of the workspace now."""
         return self._snapshot("")[0]
 
-    def snapshot_diff(self, old: str) -> tuple[str, DiffStat]:
-        """The tree id of the workspace now, and the diff from tree `old` to it (one exec)."""
+    def snapshot_diff(self, old: str, last: bool = False) -> tuple[str, DiffStat]:
+        """The tree id of the workspace now, and the diff from tree `old` to it (one exec).
+        `last`: the git dir is removed in the same exec (as `close`)."""
         _check_tree(old)
-        tree, raw = self._snapshot(old)
+        tree, raw = self._snapshot(old, last)
         return tree, _diffstat(self.sandbox, old, tree, raw, self.timeout_sec)
 
     def close(self) -> None:
@@ -241,15 +243,20 @@ class Snapshotter:
             with contextlib.suppress(SandboxError):
                 self.sandbox.exec(f"rm -rf {shlex.quote(self.gitdir)}", timeout_sec=30)
 
-    def _snapshot(self, old: str) -> tuple[str, tuple[bytes, bytes]]:
+    def _snapshot(self, old: str, last: bool = False) -> tuple[str, tuple[bytes, bytes]]:
+        end = _SNAPSHOT_DIFF + ('rm -rf "$GD"\n' if last else "")
         if self.gitdir is None:
             self._start()
-            return self._accept(self._exec(_REBUILD_SCRIPT + _UPDATE + _SNAPSHOT_DIFF, old))
-        result = self._exec(_CHECK + _UPDATE + _SNAPSHOT_DIFF, old)
-        if result.exit_code == _REBUILD and not result.timed_out:
-            self.rebuilds += 1
-            result = self._exec(_REBUILD_SCRIPT + _UPDATE + _SNAPSHOT_DIFF, old)
-        return self._accept(result)
+            result = self._exec(_REBUILD_SCRIPT + _UPDATE + end, old)
+        else:
+            result = self._exec(_CHECK + _UPDATE + end, old)
+            if result.exit_code == _REBUILD and not result.timed_out:
+                self.rebuilds += 1
+                result = self._exec(_REBUILD_SCRIPT + _UPDATE + end, old)
+        accepted = self._accept(result)
+        if last:
+            self.fingerprint = ""
+        return accepted
 
     def _start(self) -> None:
         result = self.sandbox.exec(

@@ -118,10 +118,11 @@ class RecordingToolbox:
         )
 
     def final_diff(self) -> tuple[list[str], int, str]:
-        try:
-            diff = self.snapshots.snapshot_diff(self.base_tree)[1]
-        finally:
+        try:  # the last snapshot also removes the snapshot git dir
+            diff = self.snapshots.snapshot_diff(self.base_tree, last=True)[1]
+        except BaseException:
             self.snapshots.close()
+            raise
         (self.paths.root / "diffs" / "final.patch").write_text(self.redact(diff.patch), "utf-8")
         self.final_patch = diff.patch  # unredacted: this is what gets applied for scoring
         return diff.files, diff.lines_changed, diff.patch
