@@ -30,6 +30,7 @@ from pytest_agentbench.core.ports import (
     ExecResult,
     Sandbox,
     SandboxError,
+    SandboxExited,
     SandboxFactory,
 )
 from pytest_agentbench.core.protection import protected_globs, pytest_config_change
@@ -51,13 +52,6 @@ from pytest_agentbench.spec.records import (
     SetupInfo,
 )
 from pytest_agentbench.spec.taxonomy import Reason
-
-try:  # TEMPORARY until the sandbox side (core/ports.py) lands SandboxExited
-    from pytest_agentbench.core.ports import SandboxExited  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover
-
-    class SandboxExited(SandboxError):  # type: ignore[no-redef]
-        pass
 
 
 class Failure(Exception):
@@ -428,10 +422,12 @@ class Trial:
         return verdict(result, outcome, violation, self.agent_overran, evidence)
 
     def _killed_sandbox(self, toolbox: RecordingToolbox, exc: SandboxExited) -> Failure:
-        return Failure(
-            Reason.AGENT_KILLED_SANDBOX,
-            f"the agent's sandbox stopped during or after step {toolbox.step}: {exc}",
-        )
+        """The agent's sandbox stopped while the engine answers: its lifetime ran out (the agent
+        overran every budget) or something the agent ran took it down. Either way the agent's."""
+        where = f"during or after step {toolbox.step}"
+        if exc.expired:
+            return Failure(Reason.TIMEOUT, f"the sandbox's lifetime ran out {where}", "LIFETIME")
+        return Failure(Reason.AGENT_KILLED_SANDBOX, f"the agent's sandbox stopped {where}: {exc}")
 
     # -- helpers ----------------------------------------------------------------------------------
     def _exec(
