@@ -4,9 +4,13 @@ The container policy and the command wrapper live in `docker_policy` (re-exporte
 are registered for removal before they start, and removed at close, at interpreter exit, by `sweep`
 and by `gc`.
 
-docker-py's exec has no timeout, so every command runs under docker_policy.WRAPPER (`timeout -k 2`,
-then every process of the command is killed, so background jobs never outlive it) and the host
-waits at most `timeout + HOST_GRACE_SEC` before killing the command's processes itself.
+One command at a time per sandbox (a lock): when it ends, every process of the command user in
+the container is killed. docker-py's exec has no timeout, so every command runs under
+docker_policy.WRAPPER (`timeout -k 2`) and the host waits at most `timeout + HOST_GRACE_SEC`
+before killing the command's processes itself. The exit status is the wrapper's as the engine saw
+it (exec_inspect): nothing the command prints can decide it, and a killed wrapper reads as 128+n.
+A container that stopped while the engine answers raises SandboxExited, an unreachable engine a
+plain SandboxError.
 """
 
 from __future__ import annotations
@@ -17,26 +21,33 @@ import os
 import posixpath
 import secrets
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import docker
 import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 
-from pytest_agentbench.core.ports import ExecResult, Files, SandboxError, SandboxSpec
+from pytest_agentbench.core.ports import (
+    ExecResult,
+    Files,
+    SandboxError,
+    SandboxExited,
+    SandboxSpec,
+)
 from pytest_agentbench.core.workspace import HostFiles, chown_tree
-from pytest_agentbench.sandbox import local
+from pytest_agentbench.sandbox import disk, local
+from pytest_agentbench.sandbox import docker_policy as policy
+from pytest_agentbench.sandbox.disk import DiskGuard
 from pytest_agentbench.sandbox.docker_policy import BASE_LABEL as BASE_LABEL
 from pytest_agentbench.sandbox.docker_policy import CA_PATH as CA_PATH
 from pytest_agentbench.sandbox.docker_policy import HOME as HOME
 from pytest_agentbench.sandbox.docker_policy import KILL_SCRIPT as KILL_SCRIPT
-from pytest_agentbench.sandbox.docker_policy import MARKER_VAR as MARKER_VAR
-from pytest_agentbench.sandbox.docker_policy import OOM_COUNT as OOM_COUNT
 from pytest_agentbench.sandbox.docker_policy import OWNER_LABEL as OWNER_LABEL
-from pytest_agentbench.sandbox.docker_policy import REAP as REAP
 from pytest_agentbench.sandbox.docker_policy import TMPFS as TMPFS
 from pytest_agentbench.sandbox.docker_policy import WRAPPER as WRAPPER
 from pytest_agentbench.sandbox.docker_policy import create_args as create_args
@@ -58,10 +69,16 @@ def docker_host() -> str:
 
 
 def _register(container_id: str, client: docker.DockerClient) -> None:
-    global _atexit_registered
     with _LIVE_LOCK:
         _LIVE[container_id] = client
+    _at_exit()
+
+
+def _at_exit() -> None:
+    global _atexit_registered
+    with _LIVE_LOCK:
         if not _atexit_registered:
+            atexit.register(disk.release_all)  # runs after the containers are removed
             atexit.register(remove_live_containers)
             _atexit_registered = True
             _sigterm_as_interrupt()
@@ -120,18 +137,22 @@ def _drain(stream: Iterator[tuple[bytes | None, bytes | None]], out: OutputBuffe
 
 class DockerSandbox:
     def __init__(self, factory: DockerSandboxFactory, container_id: str, spec: SandboxSpec,
-                 args: dict[str, Any], image: dict[str, Any]) -> None:
+                 args: dict[str, Any], image: dict[str, Any], user: tuple[int, int]) -> None:
         self.spec = spec
         self.container_id = container_id
-        self.uid, self.gid = (int(part) for part in args["user"].split(":"))
+        self.uid, self.gid = user
+        self.user = f"{self.uid}:{self.gid}"  # every exec; the container's own user is root
         owner_uid = self.uid if os.geteuid() == 0 else None
         self.files: Files = HostFiles(spec.workspace, owner_uid=owner_uid)
+        self.disk = DiskGuard(spec.workspace, spec.disk_limit_mb, factory.disk_mode(spec))
         self._factory = factory
         self._api = factory.client.api
         self._args = args
         self._image = image
+        self._shell = str(image.get("shell") or "bash")  # the image's execute-only shell
         self._os_facts: dict[str, str] | None = None
-        self._broken: str | None = None
+        self._broken: SandboxError | None = None
+        self._lock = threading.Lock()
         self.closed = False
 
     # -- exec ---------------------------------------------------------------------------------
@@ -139,29 +160,35 @@ class DockerSandbox:
         self, command: str, *, timeout_sec: float, env: Mapping[str, str] | None = None,
         cwd: str | None = None, full_output: bool = False,
     ) -> ExecResult:
-        self._check_usable()
-        mark = secrets.token_hex(8)
-        budget = max(float(timeout_sec), 0.001)
-        argv = ["bash", "-c", WRAPPER, "agentbench", f"{budget:.3f}", command]
+        """Run one command; concurrent calls wait their turn (see the module docstring)."""
+        with self._lock:
+            self._check_usable()
+            return self._exec(command, max(float(timeout_sec), 0.001), env, cwd,
+                              full_output or self.spec.full_logs)
+
+    def _exec(self, command: str, budget: float, env: Mapping[str, str] | None,
+              cwd: str | None, full: bool) -> ExecResult:
+        nonce = secrets.token_hex(16)
+        argv = [self._shell, "-p", "-c", WRAPPER, "agentbench", f"{budget:.3f}", command,
+                self.disk.fsize_kib]
         workdir = posixpath.normpath(posixpath.join(self.spec.workdir, cwd or "."))
-        full = full_output or self.spec.full_logs
         cap = local.FULL_CAPTURE_CAP if full else local.CAPTURE_CAP
         out, err = OutputBuffer(cap), OutputBuffer(cap)
+        self.disk.start()
         start = time.monotonic()
         try:
             exec_id = self._api.exec_create(
-                self.container_id, argv, user=self._args["user"], workdir=workdir,
-                environment={**(env or {}), MARKER_VAR: mark})["Id"]
+                self.container_id, argv, user=self.user, workdir=workdir,
+                environment={**(env or {}), policy.NONCE_VAR: nonce})["Id"]
             stream = self._api.exec_start(exec_id, stream=True, demux=True)
         except DockerErrors as exc:
             raise self._failure("cannot start a command", exc) from exc
         errors: list[BaseException] = []
         reader = threading.Thread(target=_drain, args=(stream, out, err, errors), daemon=True)
         reader.start()
-        reader.join(budget + HOST_GRACE_SEC)
-        overran = reader.is_alive()
-        if overran:
-            self._kill_exec(mark)
+        overran, disk_hit = self._wait(reader, start + budget + HOST_GRACE_SEC)
+        if overran or disk_hit:
+            self._reap("it overran its deadline" if overran else "it exceeded the disk limit")
             reader.join(local.KILL_GRACE_SEC + 1)
             if reader.is_alive():
                 stream.close()
@@ -169,66 +196,110 @@ class DockerSandbox:
         elif errors:
             raise self._failure("lost the command's output stream", errors[0])
         elapsed = time.monotonic() - start
-        trailer = err.pop_trailer(b"\n\x1eagentbench-end:" + mark.encode() + b" ")
-        if trailer is None and not overran:
-            self._kill_exec(mark)  # the wrapper died early: its leftovers may still run
-        exit_code, oom = self._outcome(exec_id, trailer, overran)
+        seen = policy.parse_trailer(err.pop_trailer(policy.TRAILER + nonce.encode()), nonce)
+        exit_code = self._exit_code(exec_id)
+        if seen is None and not (overran or disk_hit):
+            self._reap("its wrapper was killed")  # its processes may still run
+        if exit_code is None:
+            raise self._failure("cannot read the command's exit status",
+                                TimeoutError("exec_inspect never reported an exit code"))
         timed_out = overran or (exit_code in (124, 137) and elapsed >= budget)
+        disk_after = self.disk.hit_after(exit_code)  # also the baseline of the next command
+        if disk_hit or disk_after:
+            err.append(self.disk.message(killed=disk_hit).encode())
+        oom = seen is not None and seen[1] and not timed_out
         return local.build_result(
-            exit_code, out, err, int(elapsed * 1000), timed_out=timed_out,
-            oom_killed=oom and not timed_out, full_logs=full)
+            exit_code, out, err, int(elapsed * 1000), timed_out=timed_out, oom_killed=oom,
+            full_logs=full, disk_limit_exceeded=disk_hit or disk_after)
 
-    def _outcome(self, exec_id: str, trailer: bytes | None, overran: bool) -> tuple[int, bool]:
-        """Exit code and OOM flag, from the wrapper's trailer or else from exec_inspect."""
-        if trailer is not None:
-            fields = trailer.decode().rstrip("\n").split(" ")[1:]
-            if len(fields) == 3 and fields[0].isdigit():
-                rc, before, after = fields
-                oom = before.isdigit() and after.isdigit() and int(after) > int(before)
-                return int(rc), oom
-        code, deadline = None, time.monotonic() + 1.0
+    def _wait(self, reader: threading.Thread, deadline: float) -> tuple[bool, bool]:
+        """Wait for the command's stream to end: (overran the deadline, grew past the disk
+        limit, checked every WATCH_POLL_SEC when the limit is watched)."""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return reader.is_alive(), False
+            reader.join(min(left, disk.WATCH_POLL_SEC) if self.disk.polls else left)
+            if not reader.is_alive():
+                return False, False
+            if self.disk.polls and self.disk.grew_past():
+                return False, True
+
+    def _exit_code(self, exec_id: str) -> int | None:
+        """The wrapper's exit status as the engine saw it (128+n if a signal killed it)."""
+        deadline = time.monotonic() + 2.0
         with contextlib.suppress(*DockerErrors):
-            while time.monotonic() < deadline:
+            while True:
                 info = self._api.exec_inspect(exec_id)
-                if not info.get("Running"):
-                    code = info.get("ExitCode")
-                    break
-                time.sleep(0.05)
-        return (137 if overran or code is None else int(code)), False
+                if not info.get("Running") and info.get("ExitCode") is not None:
+                    return int(info["ExitCode"])
+                if time.monotonic() > deadline:
+                    return None
+                time.sleep(0.005)
+        return None
 
-    def _kill_exec(self, mark: str) -> None:
-        """Kill every process of one command (it overran, or its wrapper died); if even that
-        fails, kill the whole sandbox and raise SandboxError."""
-        try:
-            kill_id = self._api.exec_create(self.container_id, ["bash", "-c", KILL_SCRIPT],
-                                            user=self._args["user"], environment={"MARK": mark})
-            self._api.exec_start(kill_id["Id"])
-            if self._api.exec_inspect(kill_id["Id"]).get("ExitCode") == 0:
-                return
-            problem: object = "the kill command failed"
-        except DockerErrors as exc:
-            problem = exc
-        self._broken = f"a command overran its deadline and could not be stopped ({problem})"
+    def _reap(self, why: str) -> None:
+        """Kill every process of the command user in the container, from a fresh exec; if that
+        fails, the sandbox is killed and SandboxExited (or SandboxError) raised."""
+        problem: object = "the kill command failed"
+        for attempt in range(3):
+            try:
+                kill_id = self._api.exec_create(self.container_id,
+                                                [self._shell, "-p", "-c", KILL_SCRIPT],
+                                                user=self.user)["Id"]
+                self._api.exec_start(kill_id)
+                if self._exit_code(kill_id) == 0:
+                    return
+            except DockerErrors as exc:
+                problem = exc
+            state = self._state()
+            if state is None:
+                raise SandboxError(f"cannot stop a command ({why}): {problem} (the engine does "
+                                   "not answer or the container is gone)")
+            if not state.get("Running"):
+                raise self._exited(f"stopping a command ({why})", state)
+            time.sleep(0.1 * (attempt + 1))  # e.g. the pids limit: a process may exit meanwhile
         with contextlib.suppress(*DockerErrors):
             self._api.kill(self.container_id)
-        raise SandboxError(f"{self._broken}; the sandbox was killed")
+        self._broken = SandboxExited(
+            f"a command ({why}) could not be stopped ({problem}); the harness killed the "
+            "sandbox", exit_code=None, status="killed by the harness")
+        raise self._broken
 
     def _check_usable(self) -> None:
         if self.closed:
             raise SandboxError("sandbox is closed")
-        if self._broken:
+        if isinstance(self._broken, SandboxExited):
+            raise SandboxExited(f"sandbox is unusable: {self._broken}",
+                                exit_code=self._broken.exit_code,
+                                oom_killed=self._broken.oom_killed, status=self._broken.status)
+        if self._broken is not None:
             raise SandboxError(f"sandbox is unusable: {self._broken}")
 
-    def _failure(self, what: str, exc: BaseException) -> SandboxError:
+    def _state(self) -> dict[str, Any] | None:
         try:
-            state = self._api.inspect_container(self.container_id)["State"]
+            return dict(self._api.inspect_container(self.container_id)["State"])
         except DockerErrors:
-            return SandboxError(f"{what}: {exc} (the container is gone)")
+            return None
+
+    def _exited(self, what: str, state: Mapping[str, Any]) -> SandboxExited:
+        code, oom = state.get("ExitCode"), bool(state.get("OOMKilled"))
+        cause = (f"its lifetime of {self.spec.lifetime_sec:g}s ran out" if code == 0 and not oom
+                 else "it ran out of memory" if oom else "its init process ended")
+        self._broken = SandboxExited(
+            f"{what}: the sandbox container exited ({cause}; status {state.get('Status')}, "
+            f"exit code {code}, OOMKilled={oom})",
+            exit_code=code, oom_killed=oom, status=state.get("Status"))
+        return self._broken
+
+    def _failure(self, what: str, exc: BaseException) -> SandboxError:
+        """SandboxExited if the container stopped; SandboxError if the engine does not answer."""
+        state = self._state()
+        if state is None:
+            return SandboxError(f"{what}: {exc} (the engine does not answer or the container "
+                                "is gone)")
         if not state.get("Running"):
-            self._broken = (f"container exited (status {state.get('Status')}, exit code "
-                            f"{state.get('ExitCode')}, OOMKilled={state.get('OOMKilled')}; "
-                            f"lifetime_sec={self.spec.lifetime_sec})")
-            return SandboxError(f"{what}: {self._broken}")
+            return self._exited(what, state)
         return SandboxError(f"{what}: {exc}")
 
     # -- facts and lifecycle --------------------------------------------------------------------
@@ -246,6 +317,10 @@ class DockerSandbox:
             "image_id": self._image.get("id"), "repo_digest": self._image.get("digest"),
             "container_id": self.container_id, "engine": self._factory.engine_facts(),
             "create_args": sanitized(self._args, self.spec), "os": dict(self._os_facts),
+            "exec_user": self.user, "private_shell": self._image.get("shell") is not None,
+            "disk_limit": {"mb": self.spec.disk_limit_mb, "enforced": self.disk.mode,
+                           "filesystem_unavailable": self._factory.loopfs_problem()
+                           if self.disk.mode == "watched" else None},
         }
 
     def close(self) -> None:
@@ -273,6 +348,7 @@ class DockerSandboxFactory:
         self._open: dict[str, DockerSandbox] = {}
         self.os_facts_cache: dict[str, dict[str, str]] = {}  # image id -> OS facts
         self._lock = threading.Lock()
+        self._loopfs_problem: str | None = ""  # "": not checked yet
 
     @property
     def client(self) -> docker.DockerClient:
@@ -303,7 +379,7 @@ class DockerSandboxFactory:
         args = create_args(spec, uid, gid, self._ipc_mode)
         container_id = self._create(args)
         _register(container_id, client)  # before start: Ctrl-C from here on leaves nothing behind
-        sandbox = DockerSandbox(self, container_id, spec, args, image)
+        sandbox = DockerSandbox(self, container_id, spec, args, image, (uid, gid))
         with self._lock:
             self._open[container_id] = sandbox
         try:
@@ -331,7 +407,40 @@ class DockerSandboxFactory:
         except DockerErrors as exc:
             raise SandboxError(f"cannot inspect image {image}: {exc}") from exc
         digests = data.get("RepoDigests") or []
-        return {"id": data.get("Id"), "digest": digests[0] if digests else None}
+        labels = (data.get("Config") or {}).get("Labels") or {}
+        return {"id": data.get("Id"), "digest": digests[0] if digests else None,
+                "shell": labels.get(policy.SHELL_LABEL)}
+
+    # -- workspace disk limits (sandbox/disk.py) --------------------------------------------------
+    def provision(self, path: Path, disk_limit_mb: int | None) -> str:
+        """See ports.SandboxFactory.provision: a loop-mounted ext4 where this host allows it
+        ("filesystem"), otherwise "watched" (why is in every sandbox's facts)."""
+        try:
+            mode, problem = disk.provision(path, disk_limit_mb, self.loopfs_problem())
+        except OSError as exc:
+            raise SandboxError(str(exc)) from exc
+        if mode == "filesystem":
+            _at_exit()
+        elif problem is not None:
+            self._loopfs_problem = problem
+        return mode
+
+    def release(self, path: Path, keep: bool = False) -> None:
+        """See ports.SandboxFactory.release."""
+        try:
+            disk.release(path, keep)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise SandboxError(f"cannot release the workspace filesystem at {path}: {exc}") from exc
+
+    def disk_mode(self, spec: SandboxSpec) -> str:
+        if not spec.disk_limit_mb:
+            return "none"
+        return "filesystem" if disk.is_mounted(spec.workspace) else "watched"
+
+    def loopfs_problem(self) -> str | None:
+        if self._loopfs_problem == "":
+            self._loopfs_problem = disk.loopfs_unavailable(docker_host())
+        return self._loopfs_problem
 
     @staticmethod
     def _prepare_dirs(spec: SandboxSpec, uid: int, gid: int) -> None:
@@ -365,7 +474,9 @@ class DockerSandboxFactory:
         if older_than_sec is not None:
             cutoff = time.time() - older_than_sec
             found = [c for c in found if c.get("Created", 0) <= cutoff]
-        return self._remove(found)
+        removed = self._remove(found)
+        disk.release_stale()
+        return removed
 
     def containers(self, labels: Mapping[str, str]) -> list[dict[str, Any]]:
         """Summaries (docker ps -a) of the agentbench containers carrying these labels."""

@@ -1,14 +1,20 @@
 """The Docker sandbox policy: how a container is created, and how each command is bounded.
 
-Policy (spec §6, improvement 5): non-root user, no capabilities, no-new-privileges, pids/cpu/memory
-limits without swap, read-only root with tmpfs /tmp and home, no network unless the spec asks for
-it, nothing from the host but the workspace, the env dir, an optional pip cache and an optional CA
-bundle (read-only). PID 1 is docker-init reaping zombies around `sleep <lifetime>`, a dead-man's
-switch. Containers are labelled `agentbench=1`, `agentbench.owner` and the spec's labels.
+Policy (spec §6, improvement 5): commands run as a non-root user (uid 1000, or the host user) with
+no capabilities and no-new-privileges; pids/cpu/memory limits without swap, read-only root with
+tmpfs /tmp and home, no network unless the spec asks for it, nothing from the host but the
+workspace, the env dir, an optional pip cache and an optional CA bundle (read-only). PID 1 is
+docker-init reaping zombies around `sleep <lifetime>`, a dead-man's switch; both run as uid 0
+without capabilities, so no command (another uid, no CAP_KILL) can signal them: `kill -9 -1` or
+`kill 1` from a command cannot take the sandbox down. Containers are labelled `agentbench=1`,
+`agentbench.owner` and the spec's labels.
 
-docker-py's exec has no timeout, so every command runs under the WRAPPER below (`timeout -k 2`,
-then every process of the command is killed, so background jobs never outlive it); KILL_SCRIPT
-kills one command's processes from outside when the host stops waiting for it.
+Every command runs under WRAPPER (`timeout -k 2`, then every process of the command's uid in
+the container is killed: nothing a command starts outlives it, whatever it does). The exit status
+is the wrapper's, read from the engine (exec_inspect), never from the output. The wrapper runs
+under the image's execute-only shell (runner/Dockerfile) when it has one, so the commands cannot
+ptrace it or read its environment; its trailer (OOM counters) carries a nonce that only the
+wrapper and the host know.
 """
 
 from __future__ import annotations
@@ -26,23 +32,25 @@ from pytest_agentbench.sandbox import local
 
 BASE_LABEL = "agentbench"
 OWNER_LABEL = "agentbench.owner"  # <host>:<pid> of the process that created the container
+SHELL_LABEL = "agentbench.private_shell"  # the image's execute-only bash, if it has one
 HOME = "/home/runner"
 CA_PATH = "/etc/ssl/certs/ca-certificates.crt"
-MARKER_VAR = "AGENTBENCH_EXEC_ID"
+KEEPER_USER = "0:0"  # PID 1 and its sleep; commands never run as this user
+NONCE_VAR = "AGENTBENCH_NONCE"
+TRAILER = b"\n\x1eagentbench-end:"
 TMPFS = {
     "/tmp": "rw,exec,nosuid,nodev,size=512m,mode=1777",
     "/dev/shm": "rw,noexec,nosuid,nodev,size=64m,mode=1777",
 }
 
-# reap SIG: send SIG to every process whose environment carries this exec's marker ($MARK).
+# reap: SIGKILL every process of this uid in the container but the caller (kill(2) with pid -1;
+# the builtin, so the caller is this shell). The kernel delivers it to a forking parent's new
+# child too; STOP, setsid, double forks, `env -i`, nohup and ignored signals change nothing.
 REAP = r"""reap() {
-  local d p v e
-  for d in /proc/[0-9]*; do
-    p=${d#/proc/}; [ "$p" = "$$" ] && continue
-    mapfile -d '' -t e 2>/dev/null < "$d/environ" || continue
-    for v in "${e[@]}"; do
-      [ "$v" = "AGENTBENCH_EXEC_ID=$MARK" ] && { kill -"$1" "$p" 2>/dev/null; break; }
-    done
+  local i
+  for i in 1 2 3 4 5 6 7 8; do
+    kill -KILL -1 2>/dev/null || return 0
+    wait 2>/dev/null
   done
 }
 """
@@ -56,20 +64,25 @@ OOM_COUNT = r"""oomc() {
   done
 }
 """
-# $1 = budget in seconds, $2 = the command. Job control gives the command its own process group
-# without ignoring SIGINT (as plain `&` would); the last stderr line is a trailer for the host.
+# $1 = budget in seconds, $2 = the command, $3 = RLIMIT_FSIZE in KiB or "". The nonce leaves the
+# environment before anything runs. First the leftovers of an earlier command die (defence in
+# depth: the host reaps too). Job control gives the command its own process group without
+# ignoring SIGINT (as plain `&` would). After it, nothing but builtins run (no fork needed, even
+# with the pids limit reached), and the trailer is the last thing on the stream.
 WRAPPER = (
-    "exec 3>&2 2>/dev/null\nMARK=$AGENTBENCH_EXEC_ID\n" + REAP + OOM_COUNT + r"""oomc; o0=$o
+    "exec 3>&2 2>/dev/null\nn=$" + NONCE_VAR + "; unset " + NONCE_VAR + "\n" + REAP + OOM_COUNT
+    + r"""reap
+oomc; o0=$o
+[ -n "$3" ] && ulimit -f "$3"
 set -m
-timeout -k 2 "$1" bash -c "$2" 2>&3 3>&- & t=$!
+command -p timeout -k 2 "$1" bash -c "$2" 2>&3 3>&- & t=$!
 wait "$t"; rc=$?
-kill -KILL -- "-$t"
-reap STOP; reap STOP; reap KILL; reap KILL
+reap
 oomc
-printf '\n\036agentbench-end:%s %s %s %s\n' "$MARK" "$rc" "$o0" "$o" >&3
+printf '\n\036agentbench-end:%s %s %s %s\n' "$n" "$rc" "$o0" "$o" >&3
 exit "$rc"
 """)
-KILL_SCRIPT = REAP + "reap STOP; reap STOP; reap KILL; reap KILL; exit 0\n"
+KILL_SCRIPT = REAP + "reap; exit 0\n"
 
 
 def owner() -> str:
@@ -83,8 +96,20 @@ def sandbox_user() -> tuple[int, int]:
     return os.getuid(), os.getgid()
 
 
+def parse_trailer(trailer: bytes | None, nonce: str) -> tuple[int, bool] | None:
+    """(exit code the wrapper saw, OOM kill during the command) from a trailer carrying `nonce`."""
+    if trailer is None:
+        return None
+    fields = trailer.decode(errors="replace").strip("\n\x1e").split(" ")
+    if len(fields) != 4 or fields[0] != f"agentbench-end:{nonce}" or not fields[1].isdigit():
+        return None
+    before, after = fields[2], fields[3]
+    return int(fields[1]), before.isdigit() and after.isdigit() and int(after) > int(before)
+
+
 def create_args(spec: SandboxSpec, uid: int, gid: int, ipc_mode: str) -> dict[str, Any]:
-    """The keyword arguments for `containers.create` that implement the sandbox policy."""
+    """The keyword arguments for `containers.create` that implement the sandbox policy. The
+    container's own user is KEEPER_USER; every exec names the command user (`uid:gid`)."""
     env = {"HOME": HOME, **local.DETERMINISTIC_ENV}
     mounts = [Mount(spec.workdir, str(spec.workspace), type="bind"),
               Mount("/env", str(spec.env_dir), type="bind", read_only=spec.env_read_only)]
@@ -98,7 +123,7 @@ def create_args(spec: SandboxSpec, uid: int, gid: int, ipc_mode: str) -> dict[st
     mem = f"{spec.mem_limit_mb}m"
     return {
         "image": spec.image, "command": ["sleep", str(math.ceil(spec.lifetime_sec))],
-        "init": True, "hostname": "sandbox", "user": f"{uid}:{gid}", "working_dir": spec.workdir,
+        "init": True, "hostname": "sandbox", "user": KEEPER_USER, "working_dir": spec.workdir,
         "environment": env, "labels": {**spec.labels, BASE_LABEL: "1", OWNER_LABEL: owner()},
         "cap_drop": ["ALL"], "security_opt": ["no-new-privileges"], "privileged": False,
         "read_only": True, "mounts": mounts,
@@ -118,3 +143,4 @@ def sanitized(args: Mapping[str, Any], spec: SandboxSpec) -> dict[str, Any]:
     out["mounts"] = [{"target": m["Target"], "source": roles.get(m["Source"], "<host>"),
                       "read_only": bool(m.get("ReadOnly"))} for m in args["mounts"]]
     return out
+

@@ -1,7 +1,9 @@
 """An unisolated sandbox: commands run as host subprocesses in the workspace directory.
 
 For fast tests of the core and for machines without Docker; never the default. Nothing is
-enforced but the time budget: no network isolation, no resource limits, same user as the harness.
+enforced but the time budget: no network isolation, no resource or disk limits, same user as the
+harness, and a process that leaves the command's session (setsid) outlives it. The exit status
+is bash's own (waitpid), never read from the output; one command runs at a time.
 The output capture, truncation and environment defaults shared with the Docker sandbox live here
 (importing them does not import docker-py).
 """
@@ -116,7 +118,7 @@ class OutputBuffer:
 
 def build_result(
     exit_code: int, out: OutputBuffer, err: OutputBuffer, duration_ms: int, *,
-    timed_out: bool, oom_killed: bool, full_logs: bool,
+    timed_out: bool, oom_killed: bool, full_logs: bool, disk_limit_exceeded: bool = False,
 ) -> ExecResult:
     """Apply the truncation policy to both streams and fill the ExecResult flags."""
     out_text, err_text = decode(out.data()), decode(err.data())
@@ -124,7 +126,7 @@ def build_result(
     kept = out_t if out_t.truncated or not err_t.truncated else err_t
     return ExecResult(
         exit_code=exit_code, stdout=out_t.text, stderr=err_t.text, duration_ms=duration_ms,
-        timed_out=timed_out, oom_killed=oom_killed,
+        timed_out=timed_out, oom_killed=oom_killed, disk_limit_exceeded=disk_limit_exceeded,
         stdout_truncated=out_t.truncated, stderr_truncated=err_t.truncated,
         stdout_total_lines=out.total_lines(), stderr_total_lines=err.total_lines(),
         kept_head_lines=kept.kept_head_lines, kept_tail_lines=kept.kept_tail_lines,
@@ -175,6 +177,7 @@ class LocalSandbox:
         self.files: Files = HostFiles(spec.workspace, owner_uid=None)
         self.closed = False
         self._facts: dict[str, str] | None = None
+        self._lock = threading.Lock()  # one command at a time, as the Sandbox port says
         spec.env_dir.mkdir(parents=True, exist_ok=True)
 
     def environment(self, extra: Mapping[str, str] | None) -> dict[str, str]:
@@ -201,6 +204,12 @@ class LocalSandbox:
         self, command: str, *, timeout_sec: float, env: Mapping[str, str] | None = None,
         cwd: str | None = None, full_output: bool = False,
     ) -> ExecResult:
+        with self._lock:
+            return self._exec(command, timeout_sec, env, cwd, full_output)
+
+    def _exec(self, command: str, timeout_sec: float, env: Mapping[str, str] | None,
+              cwd: str | None, full_output: bool) -> ExecResult:
+        """The exit status is bash's own, from waitpid: nothing the command prints counts."""
         if self.closed:
             raise SandboxError("sandbox is closed")
         full = full_output or self.spec.full_logs
@@ -284,6 +293,18 @@ class LocalSandboxFactory:
         sandbox = LocalSandbox(spec)
         self._open.append(sandbox)
         return sandbox
+
+    @staticmethod
+    def provision(path: Path, disk_limit_mb: int | None) -> str:
+        """Nothing is bounded here: an empty directory, "none"."""
+        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+            raise SandboxError(f"cannot bound {path}: it must be an empty directory")
+        path.mkdir(parents=True, exist_ok=True)
+        return "none"
+
+    @staticmethod
+    def release(path: Path, keep: bool = False) -> None:
+        """Nothing to undo."""
 
     def sweep(self, labels: Mapping[str, str]) -> int:
         matching = [s for s in self._open

@@ -1,0 +1,338 @@
+"""The workspace's disk limit (SandboxSpec.disk_limit_mb), enforced one of two ways.
+
+"filesystem": before anything is put in it, the workspace becomes a loop-mounted ext4 of the
+limit's size (`provision`). A hard bound: writes past it fail with ENOSPC, whatever writes them.
+Needs root, loop devices, mkfs.ext4, and an engine in this host's mount namespace (it must see
+the mount). The image is a sparse file next to the workspace; `release` unmounts it, and mounts
+whose process died or whose image was deleted are unmounted by `release_stale` (at every
+`provision` and by `agentbench gc`).
+
+"watched" (anything else): the host measures the workspace while a command runs and kills the
+command once the workspace grew past the limit; RLIMIT_FSIZE caps each file at the limit. A soft
+bound: the overshoot is the write rate times the poll interval (measured: <= 62 MiB for one
+writer, <= 135 MiB for four), and fallocate bursts within one poll are not stopped in time
+(they are reported, and the next command that grows the workspace is killed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import re
+import shutil
+import stat
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from pytest_agentbench.core.envcache import copy_tree
+
+DISK_TAG = ".agentbench-disk-"  # images: <parent>/.agentbench-disk-<pidns>.<pid>-<name>.img
+FULL_BYTES = 1 << 20  # a bounded filesystem with less free space than this is full
+WATCH_POLL_SEC = 0.1  # one statvfs
+STALE_SEC = 2.0  # watched: walk at least this often while commands run
+
+
+def loopfs_unavailable(engine_host: str) -> str | None:
+    """Why a loop-mounted filesystem cannot bound a workspace here (None: it can)."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return "the harness is not root (mounting a filesystem needs root)"
+    if not os.path.exists("/dev/loop-control"):
+        return "this host has no loop devices"
+    missing = [tool for tool in ("mkfs.ext4", "mount", "umount") if shutil.which(tool) is None]
+    if missing:
+        return f"{', '.join(missing)} not found"
+    if not engine_host.startswith("unix://"):
+        return f"the engine ({engine_host}) does not see this host's mounts"
+    try:
+        pid = int(Path("/run/docker.pid").read_text().strip())
+        theirs, ours = os.stat(f"/proc/{pid}/ns/mnt"), os.stat("/proc/self/ns/mnt")
+        same = (theirs.st_dev, theirs.st_ino) == (ours.st_dev, ours.st_ino)
+    except (OSError, ValueError):
+        return "cannot tell whether the engine sees this host's mounts (no /run/docker.pid)"
+    return None if same else "the engine runs in another mount namespace"
+
+
+def _run(argv: list[str]) -> None:
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    if proc.returncode != 0:
+        raise OSError(f"{' '.join(argv[:2])} failed: {proc.stderr.strip()[-300:]}")
+
+
+def mount_loopfs(path: Path, limit_mb: int) -> Path:
+    """Mount a fresh ext4 of at least `limit_mb` MiB usable space on the empty dir `path`, with
+    its owner and mode; returns the (sparse) image file, next to `path`."""
+    st = path.stat()
+    image = path.parent / f"{DISK_TAG}{_owner()}-{path.name}.img"
+    size_mb = math.ceil(limit_mb / 0.97) + 4  # ext4's own overhead (~3 %) comes on top
+    with open(image, "wb") as handle:
+        handle.truncate(size_mb << 20)
+    try:
+        _run(["mkfs.ext4", "-q", "-F", "-m", "0", "-b", "4096", "-O", "^has_journal",
+              "-E", f"lazy_itable_init=1,root_owner={st.st_uid}:{st.st_gid}", "-L", "agentbench",
+              str(image)])
+        _run(["mount", "-o", "loop,nosuid,nodev,noatime", str(image), str(path)])
+    except (OSError, subprocess.SubprocessError):
+        image.unlink(missing_ok=True)
+        raise
+    with contextlib.suppress(OSError):
+        (path / "lost+found").rmdir()
+    os.chmod(path, stat.S_IMODE(st.st_mode))
+    return image
+
+
+def unmount_loopfs(path: Path, image: Path | None) -> None:
+    """Unmount (lazily if something still holds it) and delete the image; `path` stays."""
+    if os.path.ismount(path):
+        try:
+            _run(["umount", str(path)])
+        except OSError:
+            _run(["umount", "-l", str(path)])
+    if image is not None:
+        image.unlink(missing_ok=True)
+
+
+def stale_loopfs() -> list[tuple[Path, Path]]:
+    """(mount point, image) of workspace filesystems whose process is gone or whose image was
+    deleted (the attempt's directory was removed without `release`)."""
+    stale = []
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        fields = line.split(" ")
+        source = fields[fields.index("-") + 2] if "-" in fields else ""
+        if not source.startswith("/dev/loop"):
+            continue
+        try:
+            backing = Path(f"/sys/block/{source[5:]}/loop/backing_file").read_text().strip()
+        except OSError:
+            continue
+        name = os.path.basename(backing.removesuffix(" (deleted)"))
+        if not name.startswith(DISK_TAG):
+            continue
+        pid_ns, _, rest = name[len(DISK_TAG):].partition(".")
+        pid = rest.split("-", 1)[0]
+        ours = pid_ns == _owner().split(".")[0]
+        if backing.endswith(" (deleted)") or (ours and not (pid.isdigit() and _alive(int(pid)))):
+            mount_point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[4])
+            stale.append((Path(mount_point), Path(backing.removesuffix(" (deleted)"))))
+    return stale
+
+
+def _owner() -> str:
+    """<pid namespace>.<pid>: whether the owner still lives can only be told in its namespace."""
+    try:
+        pid_ns = str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        pid_ns = "0"
+    return f"{pid_ns}.{os.getpid()}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def tree_usage(root: Path) -> int:
+    """Bytes allocated under `root` (hard links once, symlinks not followed)."""
+    total, seen, stack = 0, set(), [str(root)]
+    while stack:
+        try:
+            entries = os.scandir(stack.pop())
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if info.st_nlink > 1 and not stat.S_ISDIR(info.st_mode):
+                    if (info.st_dev, info.st_ino) in seen:
+                        continue
+                    seen.add((info.st_dev, info.st_ino))
+                total += info.st_blocks * 512
+                if stat.S_ISDIR(info.st_mode):
+                    stack.append(entry.path)
+    return total
+
+
+class DiskGuard:
+    """One sandbox's view of its workspace limit: what to tell the wrapper, what to poll while a
+    command runs, and whether the command hit the limit.
+
+    Watched mode walks the workspace only when it has to: the drop in the host filesystem's
+    free space since the last walk bounds how much the workspace can have grown (others'
+    writes only make that bound larger), so a poll is one statvfs and a walk happens when the
+    bound crosses the limit, at most every 5x what a walk costs. Space that others free at the
+    same time hides growth from that bound, so there is a walk at least every STALE_SEC too,
+    and after every command that ran longer than a poll.
+    """
+
+    def __init__(self, workspace: Path, limit_mb: int | None, mode: str) -> None:
+        self.workspace, self.mode = workspace, mode if limit_mb else "none"
+        self.limit = (limit_mb or 0) << 20
+        self.limit_mb = limit_mb
+        self._used: int | None = None  # watched: an upper bound of the workspace's size ...
+        self._free = 0  # ... given this much free space on the host filesystem
+        self._before = 0  # watched: the bound when the command started
+        self._next_walk = self._walked_at = self._started = 0.0
+        self._was_full = False
+
+    @property
+    def fsize_kib(self) -> str:
+        return str(self.limit >> 10) if self.mode == "watched" else ""
+
+    @property
+    def polls(self) -> bool:
+        return self.mode == "watched"
+
+    def start(self) -> None:
+        if self.mode == "watched":
+            if self._used is None:
+                self._walk()
+            self._before, self._started = self._estimate(), time.monotonic()
+        elif self.mode == "filesystem":
+            self._was_full = self._full()
+
+    def grew_past(self) -> bool:
+        """Watched: the workspace is over the limit and bigger than when the command started."""
+        ceiling = max(self.limit, self._before)
+        now = time.monotonic()
+        if now < self._next_walk or (self._estimate() <= ceiling and not self._stale(now)):
+            return False
+        return self._walk() > ceiling
+
+    def hit_after(self, exit_code: int) -> bool:
+        if self.mode == "filesystem":
+            full = self._full()
+            return full and (not self._was_full or exit_code != 0)
+        if self.mode == "watched":
+            usage, now = self._estimate(), time.monotonic()
+            if usage >= self.limit or self._stale(now) or now - self._started > WATCH_POLL_SEC:
+                usage = self._walk()  # a command that ran a while may have written a lot
+            return usage >= self.limit and usage > self._before
+        return False
+
+    def _estimate(self) -> int:
+        used = self._used or 0
+        return used + max(0, self._free - self._host_free())
+
+    def _stale(self, now: float) -> bool:
+        return now - self._walked_at > STALE_SEC
+
+    def _walk(self) -> int:
+        self._walked_at = started = time.monotonic()
+        free = self._host_free()
+        self._used, self._free = tree_usage(self.workspace), free
+        self._next_walk = time.monotonic() + 5 * (time.monotonic() - started)
+        return self._used
+
+    def _host_free(self) -> int:
+        try:
+            fs = os.statvfs(self.workspace)
+        except OSError:
+            return self._free
+        return fs.f_bfree * fs.f_frsize
+
+    def _full(self) -> bool:
+        try:
+            fs = os.statvfs(self.workspace)
+        except OSError:
+            return False
+        return fs.f_bavail * fs.f_frsize < FULL_BYTES or (fs.f_files > 0 and fs.f_favail == 0)
+
+    def message(self, killed: bool) -> str:
+        what = ("the command was killed" if killed else "writes past it fail"
+                if self.mode == "filesystem" else "it is over the limit")
+        return (f"\nagentbench: the workspace reached its disk limit of {self.limit_mb} MiB "
+                f"({what}); free space to go on\n")
+
+
+# -- the workspaces this process bounded -----------------------------------------------------------
+_MOUNTED: dict[str, Path] = {}  # workspace -> image of its loop-mounted filesystem
+_LOCK = threading.Lock()
+
+
+def _key(path: Path) -> str:
+    return os.path.abspath(path)
+
+
+def provision(
+    path: Path, limit_mb: int | None, loopfs_problem: str | None
+) -> tuple[str, str | None]:
+    """Make `path` an empty directory bounded to `limit_mb`: ("filesystem" | "watched" | "none",
+    why not "filesystem")."""
+    path = Path(_key(path))
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise OSError(f"cannot bound {path}: it must be an empty directory")
+    path.mkdir(parents=True, exist_ok=True)
+    if not limit_mb:
+        return "none", None
+    release_stale()
+    if loopfs_problem is not None:
+        return "watched", loopfs_problem
+    try:
+        image = mount_loopfs(path, limit_mb)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return "watched", f"mounting a loop filesystem failed: {exc}"
+    with _LOCK:
+        _MOUNTED[_key(path)] = image
+    return "filesystem", None
+
+
+def is_mounted(path: Path) -> bool:
+    with _LOCK:
+        return _key(path) in _MOUNTED
+
+
+def release(path: Path, keep: bool = False) -> None:
+    """Unmount `path` if this process bounded it; keep=True moves the content out first (it
+    stays at `path` as a plain directory)."""
+    with _LOCK:
+        image = _MOUNTED.get(_key(path))
+    if image is None:
+        return
+    if keep and os.path.ismount(path):
+        staging = path.parent / f".{path.name}.agentbench-keep"
+        copy_tree(path, staging)
+        unmount_loopfs(path, image)
+        for child in staging.iterdir():
+            os.rename(child, path / child.name)
+        staging.rmdir()
+    else:
+        unmount_loopfs(path, image)
+    with _LOCK:
+        _MOUNTED.pop(_key(path), None)
+
+
+def release_all() -> int:
+    """Unmount everything this process bounded and did not release (atexit, session end)."""
+    with _LOCK:
+        mounted = list(_MOUNTED.items())
+        _MOUNTED.clear()
+    for path, image in mounted:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            unmount_loopfs(Path(path), image)
+    return len(mounted)
+
+
+def release_stale() -> int:
+    """Unmount workspace filesystems of dead processes, or whose image was deleted (their
+    attempt directory was removed without `release`)."""
+    stale = stale_loopfs()
+    for mount_point, image in stale:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            unmount_loopfs(mount_point, image)
+        with _LOCK:
+            _MOUNTED.pop(_key(mount_point), None)
+    return len(stale)
