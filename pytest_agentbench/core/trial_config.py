@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,11 +45,20 @@ def attempt_id(run_id: str, task_id: str, variant: str, index: int, session: str
     return f"{run_id}:{task_id}:{variant}:{index}" + (f"@{session}" if session else "")
 
 
+def pip_cache_dir(root: Path, spec: TaskSpec) -> Path:
+    """The task's own pip cache under the shared root: one task's setup cannot poison what
+    another task installs (a task and its attempts share theirs). Keyed by suite, task id and
+    repository URL, hashed (the URL may hold credentials)."""
+    blob = "\n".join((spec.suite, spec.id, spec.repo.url)).encode()
+    return root / f"{spec.id}-{hashlib.sha256(blob).hexdigest()[:12]}"
+
+
 def sandbox_spec(
     cfg: TrialConfig, spec: TaskSpec, workspace: Path, network: bool, phase: str
 ) -> SandboxSpec:
-    """setup: /env writable, pip cache, CA bundle if networked. agent and score: /env
-    read-only and no shared cache, so nothing the agent does outlives its own sandbox."""
+    """setup: /env writable, the task's pip cache, CA bundle if networked. agent and score:
+    /env read-only and no cache, so nothing the agent does outlives its own sandbox. Every
+    phase: the workspace's disk limit."""
     env = spec.environment
     setup = phase == "setup"
     return SandboxSpec(
@@ -73,6 +83,7 @@ def sandbox_spec(
             "agentbench.phase": phase,
         },
         ca_bundle=cfg.ca_bundle if network and setup else None,
-        pip_cache=cfg.pip_cache if setup else None,
+        pip_cache=pip_cache_dir(cfg.pip_cache, spec) if setup and cfg.pip_cache else None,
         full_logs=cfg.full_logs,
+        disk_limit_mb=getattr(env, "disk_limit_mb", 2048),
     )
