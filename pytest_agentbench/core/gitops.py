@@ -223,6 +223,7 @@ class Snapshotter:
         self.excludes = b""
         self.fingerprint = ""
         self.rebuilds = 0
+        self.removed = False  # the git dir is gone on purpose (close, or a last snapshot)
 
     def snapshot(self) -> str:
         """The tree id of the workspace now."""
@@ -238,13 +239,14 @@ class Snapshotter:
     def close(self) -> None:
         """Remove the git dir (the local sandbox's /tmp is the host's); best effort. A later
         snapshot rebuilds it from the base tree."""
-        if self.gitdir is not None:
-            self.fingerprint = ""
+        if self.gitdir is not None and not self.removed:
+            self.fingerprint, self.removed = "", True
             with contextlib.suppress(SandboxError):
                 self.sandbox.exec(f"rm -rf {shlex.quote(self.gitdir)}", timeout_sec=30)
 
     def _snapshot(self, old: str, last: bool = False) -> tuple[str, tuple[bytes, bytes]]:
         end = _SNAPSHOT_DIFF + ('rm -rf "$GD"\n' if last else "")
+        self.removed = False
         if self.gitdir is None:
             self._start()
             result = self._exec(_REBUILD_SCRIPT + _UPDATE + end, old)
@@ -255,7 +257,7 @@ class Snapshotter:
                 result = self._exec(_REBUILD_SCRIPT + _UPDATE + end, old)
         accepted = self._accept(result)
         if last:
-            self.fingerprint = ""
+            self.fingerprint, self.removed = "", True
         return accepted
 
     def _start(self) -> None:

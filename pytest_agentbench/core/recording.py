@@ -127,6 +127,11 @@ class RecordingToolbox:
         self.final_patch = diff.patch  # unredacted: this is what gets applied for scoring
         return diff.files, diff.lines_changed, diff.patch
 
+    def close(self) -> None:
+        """Remove the snapshot git dir if `final_diff` did not (on the local sandbox it lives in
+        the host's /tmp); best effort, safe to call twice."""
+        self.snapshots.close()
+
     def final_diff_violation(self) -> str | None:
         """Edits made by any means (`run` included) must respect the task's edit policy."""
         files, lines, _ = self.final_diff()

@@ -203,6 +203,7 @@ def test_a_tool_call_that_raises_is_still_in_tool_calls_jsonl(tmp_path: Path) ->
     from pytest_agentbench.sandbox.local import LocalSandboxFactory
 
     bench = Bench("local", LocalSandboxFactory(), tmp_path, FILES)
+    getattr(bench.toolbox, "close", lambda: None)()  # its snapshot dir (in the host's /tmp)
     bench.sandbox.close()  # the sandbox is gone: the next command raises SandboxError
     with pytest.raises(SandboxError):
         bench.call("run", command="kill -9 -1")

@@ -170,6 +170,9 @@ class Bench:
         return target
 
     def close(self) -> None:
+        close = getattr(self.toolbox, "close", None)
+        if close is not None:
+            close()
         self.sandbox.close()
         assert self.factory.sweep({TEST_LABEL: self.labels[TEST_LABEL]}) == 0
 
