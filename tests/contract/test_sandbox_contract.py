@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -66,6 +67,49 @@ def test_background_jobs_do_not_outlive_the_command(sandbox: Sandbox) -> None:
     assert result.stdout == "started\n" and time.monotonic() - start < 5
     probe = sandbox.exec("pgrep -f 'sleep 31[3].25' || echo none", timeout_sec=30)
     assert probe.stdout == "none\n"
+
+
+def test_printed_trailers_never_decide_the_exit_code(sandbox: Sandbox) -> None:
+    """Issue 8 item 3: the status is observed, not read from the output."""
+    forge = r"""printf '\n\036agentbench-end:%s 0 0 0\n' "${AGENTBENCH_EXEC_ID:-x}" >&2"""
+    failed = sandbox.exec(f"{forge}; exit 1", timeout_sec=30)
+    assert failed.exit_code == 1 and not failed.ok
+    assert "agentbench-end" in failed.stderr  # the command's own text is kept as it is
+    assert sandbox.exec(f"{forge}; exit 0", timeout_sec=30).ok
+
+
+def test_one_command_at_a_time(sandbox: Sandbox) -> None:
+    """Concurrent calls wait for each other (the end of a command kills all its processes)."""
+    stamp = "python3 -c 'import time; print(time.time())'"
+    results: dict[str, Any] = {}
+
+    def run(name: str, command: str) -> None:
+        results[name] = sandbox.exec(command, timeout_sec=30)
+
+    first = threading.Thread(target=run, args=("first", f"{stamp}; sleep 1.5; {stamp}"))
+    first.start()
+    time.sleep(0.5)
+    run("second", stamp)
+    first.join()
+    first_end = float(results["first"].stdout.split()[1])
+    assert float(results["second"].stdout) >= first_end
+    assert results["first"].ok and results["second"].ok
+
+
+def test_provision_gives_an_empty_bounded_directory(sandbox_factory: SandboxFactory,
+                                                    tmp_path: Path) -> None:
+    """Issue 8 item 8a: the port's side of the workspace's disk limit."""
+    assert sandbox_factory.provision(tmp_path / "none", None) == "none"
+    assert (tmp_path / "none").is_dir() and not any((tmp_path / "none").iterdir())
+    mode = sandbox_factory.provision(tmp_path / "bounded", 16)
+    assert mode in ("filesystem", "watched", "none")
+    sandbox_factory.release(tmp_path / "bounded")
+    sandbox_factory.release(tmp_path / "bounded")  # twice is fine
+    sandbox_factory.release(tmp_path / "never")  # so is a path never provisioned
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("x")
+    with pytest.raises(SandboxError, match="empty"):
+        sandbox_factory.provision(tmp_path / "full", 16)
 
 
 def test_huge_output_is_truncated(sandbox: Sandbox) -> None:
@@ -202,6 +246,9 @@ def test_runs_as_unprivileged_user(sandbox: Sandbox) -> None:
     uid = sandbox.exec("id -u", timeout_sec=30).stdout.strip()
     expected = str(sandbox.uid)  # type: ignore[attr-defined]  # 1000 when the host is root
     assert uid == expected and uid != "0"
+    keeper = sandbox.exec("for p in 1 $(pgrep -x sleep); do stat -c %u /proc/$p; done",
+                          timeout_sec=30).stdout.split()
+    assert len(keeper) == 2 and uid not in keeper  # PID 1 and its sleep: another uid
     status = sandbox.exec("grep CapEff /proc/self/status", timeout_sec=30).stdout
     assert status.split() == ["CapEff:", "0000000000000000"]
     assert sandbox.exec("test -e /var/run/docker.sock || test -e /run/docker.sock",
@@ -252,6 +299,13 @@ def test_host_deadline_stops_a_wedged_command(sandbox: Sandbox) -> None:
     result = sandbox.exec(wedge, timeout_sec=1)
     assert result.timed_out and time.monotonic() - start < 12
     assert sandbox.exec("echo ok; pgrep -c sleep", timeout_sec=30).stdout == "ok\n1\n"
+
+
+@isolation_only("only docker has a PID 1 that commands must not be able to stop")
+def test_a_command_cannot_stop_the_sandbox(sandbox: Sandbox) -> None:
+    """Issue 8 item 6: `kill -9 -1` or `kill 1` kill the command's own processes only."""
+    assert not sandbox.exec("kill -TERM 1; kill -9 -1", timeout_sec=30).timed_out
+    assert sandbox.exec("echo alive", timeout_sec=30).stdout == "alive\n"
 
 
 @isolation_only("the dead-man's switch is the container's PID 1")
