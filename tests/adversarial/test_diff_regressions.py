@@ -16,6 +16,7 @@ numstat was read without -z:
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 
@@ -246,3 +247,30 @@ def test_base_ignore_rules_translate_to_what_git_ignores(tmp_path: Path) -> None
     ours = git(tmp_path, "ls-files", "-o", "--exclude-from=.git/translated")
     assert sorted(ours.splitlines()) == sorted(by_git.splitlines())
     assert "a.log" not in by_git and "plain.txt" in by_git  # the probes do probe
+
+
+def test_the_recorded_patch_applies_without_the_workspaces_conversions(
+    sandbox_kind: Kind, tmp_path: Path  # noqa: F811
+) -> None:
+    """A repository whose .gitattributes say `eol=crlf`: the agent's LF file must be scored as
+    LF. gitops.apply_command applies byte for byte; plain `git apply` (core/trial.py's command
+    on 4a9ba26) rewrites it as CRLF."""
+    from pytest_agentbench.core.gitops import APPLY_PATCH
+
+    files = {**FILES, ".gitattributes": "*.py text eol=crlf\n", "src/crlf.py": b"a = 1\r\n"}
+    bench = Bench(sandbox_kind[0], sandbox_kind[1], tmp_path, files)
+    try:
+        bench.run("printf 'b = 2\\n' > src/new.py && printf 'a = 1\\r\\nc = 3\\n' > src/crlf.py")
+        assert_scored_equals_workspace(bench)
+        plain = tmp_path / "plain"
+        subprocess.run(["cp", "-a", f"{bench.pristine}/.", str(plain)], check=True)
+        (plain / APPLY_PATCH).write_text(bench.toolbox.final_patch, "utf-8")
+        sandbox = bench.open(plain)
+        try:
+            assert sandbox.exec(f"git apply --binary --whitespace=nowarn {APPLY_PATCH}",
+                                timeout_sec=60).ok
+        finally:
+            sandbox.close()
+        assert (plain / "src/new.py").read_bytes() == b"b = 2\r\n"  # converted: not the change
+    finally:
+        bench.close()
