@@ -19,8 +19,8 @@ from pytest_agentbench.core.agent_api import Agent, AgentContext, AgentError, Ag
 from pytest_agentbench.core.envcache import cache_key, copy_tree
 from pytest_agentbench.core.events import EventSink, utc_now
 from pytest_agentbench.core.gitops import (
-    APPLY_PATCH,
     SnapshotError,
+    apply_command,
     dirty_tracked_files,
     untracked_files,
 )
@@ -89,6 +89,7 @@ class Trial:
         self.deadline = 0.0
         self.env_dir = self.workspace / "env"
         self.agent_overran = False
+        self.toolbox: RecordingToolbox | None = None
 
     # -- the pipeline ---------------------------------------------------------------------------
     def run(self) -> AttemptRecord:
@@ -298,7 +299,7 @@ class Trial:
         )
         copy_tree(self.workspace / "repo", self.workspace / "pristine")  # scoring starts here
         inner = Toolbox(sandbox, policy, on_event=self._tool_event)
-        toolbox = RecordingToolbox(
+        toolbox = self.toolbox = RecordingToolbox(
             inner, sandbox, self.paths, self.events, self.cfg.redact, self.deadline
         )
         ctx = AgentContext(
@@ -372,7 +373,7 @@ class Trial:
             patch_file = self.workspace / "pristine" / ".git" / "agentbench-final.patch"
             patch_file.write_text(toolbox.final_patch, "utf-8")
             applied = sandbox.exec(
-                f"git apply --binary --whitespace=nowarn {APPLY_PATCH}",
+                apply_command(),
                 timeout_sec=self.spec.environment.tool_timeout_sec,
             )
             if not applied.ok:
@@ -470,6 +471,9 @@ class Trial:
         return PhaseTimer(self.events, self.timings, name, emit=False)
 
     def _teardown(self) -> None:
+        if self.toolbox is not None:  # its snapshot git dir, if scoring did not remove it
+            with contextlib.suppress(Exception):
+                self.toolbox.close()
         for sandbox in self.open_sandboxes:
             with contextlib.suppress(Exception):  # the label sweep is the backstop
                 sandbox.close()
