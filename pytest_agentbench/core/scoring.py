@@ -50,6 +50,16 @@ def verdict(
             summary=violation,
             **counts,
         )
+    if result.disk_limit_exceeded:  # whatever the exit status: the tests ran out of room
+        return Result(
+            passed=False,
+            exit_code=result.exit_code,
+            failure_reason=Reason.TESTS_FAILED,
+            sub_reason="DISK_LIMIT_EXCEEDED",
+            signature=sig,
+            summary="passing_command exceeded the workspace disk limit",
+            **counts,
+        )
     if result.ok:
         contradiction = _contradiction(evidence)
         if contradiction is None:

@@ -210,11 +210,19 @@ class Toolbox:
             stderr_truncated=err.truncated or res.stderr_truncated,
             stdout_n_lines=max(out.total_lines, res.stdout_total_lines),
             stderr_n_lines=max(err.total_lines, res.stderr_total_lines),
-            data={"timeout_sec": timeout, "oom_killed": res.oom_killed},
+            data={"timeout_sec": timeout, "oom_killed": res.oom_killed,
+                  "disk_limit_exceeded": res.disk_limit_exceeded},
         )
         if res.timed_out:
             result.error_type = ErrorType.TIMEOUT.value
             result.error_message = f"command timed out after {timeout:g}s and was killed"
+        elif res.disk_limit_exceeded:
+            result.ok = False
+            result.error_type = ErrorType.LIMIT_EXCEEDED.value
+            result.error_message = (
+                "the workspace reached its disk limit; the command's writes failed or it was "
+                "killed: remove what it wrote before going on"
+            )
         return result
 
     # -- edits ----------------------------------------------------------------------------------

@@ -90,6 +90,8 @@ class Trial:
         self.env_dir = self.workspace / "env"
         self.agent_overran = False
         self.toolbox: RecordingToolbox | None = None
+        self.phase = "prepare"
+        self.disk_modes: dict[str, str] = {}  # workspace dir -> "filesystem" | "watched" | "none"
 
     # -- the pipeline ---------------------------------------------------------------------------
     def run(self) -> AttemptRecord:
@@ -107,6 +109,8 @@ class Trial:
                 sub_reason=failure.sub_reason,
                 summary=failure.summary,
             )
+        except SandboxExited as exc:
+            result = self._exited_result(exc)
         except RepoError as exc:
             result = Result(
                 passed=False,
@@ -157,6 +161,7 @@ class Trial:
     def _prepare(self) -> None:
         source = resolve_source(self.spec.repo.url, self.task.task_dir)
         self.workspace.mkdir(parents=True, exist_ok=True)
+        self._provision("repo")
         checkout = self.mirrors.checkout(
             source, self.spec.repo.commit, self.workspace / "repo", owner_uid=self.cfg.owner_uid
         )
@@ -178,6 +183,12 @@ class Trial:
             "fetched": checkout.fetched,
             "checkout_sec": round(checkout.seconds, 3),
         }
+
+    def _provision(self, name: str) -> None:
+        """A workspace directory bounded by the task's disk limit before anything lands in it."""
+        limit = self.spec.environment.disk_limit_mb
+        self.disk_modes[name] = self.sandboxes.provision(self.workspace / name, limit)
+        self.environment["disk_limit"] = {"mb": limit, **self.disk_modes}
 
     def _open(self, network: bool, phase: str) -> Sandbox:
         with self._timed("sandbox_start"):
@@ -239,6 +250,8 @@ class Trial:
         budget_end = time.monotonic() + self.spec.environment.setup_timeout_sec
         for command in commands:
             result = self._exec(sandbox, "setup", command, budget_end - time.monotonic())
+            if result.disk_limit_exceeded:
+                raise self._task_over_disk_limit(command)
             if not result.ok:
                 self.setup.ok = False
                 sub = "SETUP_TIMEOUT" if result.timed_out else "SETUP_COMMAND_FAILED"
@@ -271,6 +284,9 @@ class Trial:
             )
             for i in range(validation.baseline_runs)
         ]
+        for result in results:
+            if result.disk_limit_exceeded:
+                raise self._task_over_disk_limit(validation.failing_command)
         self.baseline_output = results[0]
         self.baseline, verdict = baseline_mod.evaluate(validation, results)
         if verdict.reason is not None:
@@ -297,6 +313,7 @@ class Trial:
             forbidden_commands=list(agent_spec.forbidden_commands),
             tool_timeout_sec=self.spec.environment.tool_timeout_sec,
         )
+        self._provision("pristine")
         copy_tree(self.workspace / "repo", self.workspace / "pristine")  # scoring starts here
         inner = Toolbox(sandbox, policy, on_event=self._tool_event)
         toolbox = self.toolbox = RecordingToolbox(
@@ -376,6 +393,13 @@ class Trial:
                 apply_command(),
                 timeout_sec=self.spec.environment.tool_timeout_sec,
             )
+            if applied.disk_limit_exceeded:
+                raise Failure(
+                    Reason.TESTS_FAILED,
+                    "the agent's diff does not fit the workspace disk limit "
+                    f"({self.spec.environment.disk_limit_mb} MiB)",
+                    "DISK_LIMIT_EXCEEDED",
+                )
             if not applied.ok:
                 raise Failure(
                     Reason.TOOL_ERROR,
@@ -422,10 +446,31 @@ class Trial:
         }
         return verdict(result, outcome, violation, self.agent_overran, evidence)
 
-    def _killed_sandbox(self, toolbox: RecordingToolbox, exc: SandboxExited) -> Failure:
+    def _task_over_disk_limit(self, command: str) -> Failure:
+        limit = self.spec.environment.disk_limit_mb
+        return Failure(
+            Reason.SETUP_FAILED,
+            f"{command!r} exceeded the workspace disk limit ({limit} MiB); raise "
+            "environment.disk_limit_mb",
+            "DISK_LIMIT",
+        )
+
+    def _exited_result(self, exc: SandboxExited) -> Result:
+        """A sandbox stopped while the engine answers, outside the agent's own calls: in setup or
+        baseline the task's commands did it; in scoring, the agent's patch under test did."""
+        if self.phase in ("prepare", "setup", "baseline"):
+            why = "it ran out of memory" if exc.oom_killed else str(exc)
+            return Result(passed=False, failure_reason=Reason.SETUP_FAILED,
+                          sub_reason="SANDBOX_EXITED",
+                          summary=f"the {self.phase} sandbox stopped: {why}")
+        killed = self._killed_sandbox(self.toolbox, exc)
+        return Result(passed=False, failure_reason=killed.reason, sub_reason=killed.sub_reason,
+                      summary=killed.summary)
+
+    def _killed_sandbox(self, toolbox: RecordingToolbox | None, exc: SandboxExited) -> Failure:
         """The agent's sandbox stopped while the engine answers: its lifetime ran out (the agent
         overran every budget) or something the agent ran took it down. Either way the agent's."""
-        where = f"during or after step {toolbox.step}"
+        where = f"during or after step {toolbox.step}" if toolbox else f"in {self.phase}"
         if exc.expired:
             return Failure(Reason.TIMEOUT, f"the sandbox's lifetime ran out {where}", "LIFETIME")
         return Failure(Reason.AGENT_KILLED_SANDBOX, f"the agent's sandbox stopped {where}: {exc}")
@@ -455,6 +500,8 @@ class Trial:
             exit_code=result.exit_code,
             duration_ms=result.duration_ms,
             timed_out=result.timed_out,
+            oom_killed=result.oom_killed,
+            disk_limit_exceeded=result.disk_limit_exceeded,
             stdout_truncated=result.stdout_truncated,
             stderr_truncated=result.stderr_truncated,
             stdout_sha256=sha256(result.stdout),
@@ -465,6 +512,7 @@ class Trial:
         self.events.emit(type_, actor="tool", **data)
 
     def _phase(self, name: str) -> PhaseTimer:
+        self.phase = name
         return PhaseTimer(self.events, self.timings, name)
 
     def _timed(self, name: str) -> PhaseTimer:
@@ -483,6 +531,9 @@ class Trial:
             # (core/keep.py). final.patch has the diff.
             report = keep_workspace(repo, self.paths.root / "repo")
             self.environment["kept_workspace"] = report.to_dict()
+        for name in self.disk_modes:  # after the keep: it copies from the mount
+            with contextlib.suppress(SandboxError):
+                self.sandboxes.release(self.workspace / name)
         problems = remove_tree(self.workspace)  # iterative: a 2000-level tree cannot stop us
         if problems:
             self.environment["workspace_cleanup"] = problems[:50]

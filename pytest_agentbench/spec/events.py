@@ -58,6 +58,8 @@ class CommandFinished(Envelope):
     exit_code: int
     duration_ms: int
     timed_out: bool = False
+    oom_killed: bool = False
+    disk_limit_exceeded: bool = False
     stdout_truncated: bool = False
     stderr_truncated: bool = False
     stdout_sha256: str = ""

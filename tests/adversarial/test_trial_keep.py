@@ -21,7 +21,7 @@ PLANT = (
     "git init -q --bare .evil && "
     "git --git-dir=.evil config core.fsmonitor 'touch /tmp/pwned-$PWNED_TAG; false' && "
     "rm -rf .git && printf 'gitdir: .evil\\n' > .git && mkfifo minilib/pipe && "
-    "sed -i 's/n - 1/n/' minilib/mathx.py"
+    "sed -i 's/(len(values) - 1)/len(values)/' minilib/mathx.py"
 )
 
 

@@ -1,0 +1,75 @@
+"""Issue 8 items 6 and 8 through the whole pipeline: a workspace over its disk limit and a sandbox
+the agent tries to kill are the agent's failures, recorded with the call that caused them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = [pytest.mark.adversarial, pytest.mark.docker, pytest.mark.e2e]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_agent(tmp_path: Path, calls: list[dict], **environment: object) -> tuple[dict, Path]:
+    packs = tmp_path / "taskpacks"
+    shutil.copytree(ROOT / "taskpacks", packs)
+    task_file = packs / "custom-dev" / "fix-mean-off-by-one" / "task.yaml"
+    spec = yaml.safe_load(task_file.read_text())
+    spec["environment"].update(environment)
+    task_file.write_text(yaml.safe_dump(spec))
+    script, variant = tmp_path / "script.yaml", tmp_path / "agent.yaml"
+    script.write_text(yaml.safe_dump(calls))
+    variant.write_text(yaml.safe_dump({"name": "scripted", "agent": "scripted",
+                                       "params": {"script": str(script)}}))
+    out = tmp_path / "runs"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
+         "--agentbench-suite", "custom-dev", f"--agentbench-taskpacks={packs}",
+         f"--agentbench-out={out}", "-k", "fix-mean-off-by-one",
+         f"--agentbench-variant={variant}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, env=dict(os.environ))
+    (run_dir,) = list(out.iterdir())
+    (line,) = (run_dir / "attempts.jsonl").read_text().splitlines()
+    assert "INTERNALERROR" not in proc.stdout + proc.stderr, proc.stdout[-3000:]
+    return json.loads(line), run_dir / "tasks" / "fix-mean-off-by-one"
+
+
+def tool_calls(task_dir: Path) -> list[dict]:
+    lines = (task_dir / "agent" / "tool_calls.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def test_filling_git_past_the_disk_limit_is_the_agents_failure(tmp_path: Path) -> None:
+    record, task_dir = run_agent(tmp_path, [
+        {"tool": "run", "arguments": {
+            "command": "dd if=/dev/urandom of=.git/junk bs=1M count=200 status=none"}},
+        {"tool": "run", "arguments": {"command": "rm -f .git/junk"}},
+    ], disk_limit_mb=64)
+    (fill, _) = tool_calls(task_dir)
+    assert fill["result"]["error_type"] == "LIMIT_EXCEEDED"
+    assert fill["result"]["data"]["disk_limit_exceeded"] is True
+    environment = json.loads((task_dir / "meta" / "environment.json").read_text())
+    assert environment["disk_limit"]["mb"] == 64
+    assert environment["disk_limit"]["repo"] in ("filesystem", "watched")
+    assert record["result"]["failure_reason"] == "TESTS_FAILED", record["result"]
+
+
+@pytest.mark.parametrize("command", ["kill -TERM 1", "kill -9 -1", "pkill -9 sleep; true"])
+def test_killing_the_sandbox_is_refused_and_recorded(tmp_path: Path, command: str) -> None:
+    record, task_dir = run_agent(tmp_path, [
+        {"tool": "run", "arguments": {"command": command}},
+        {"tool": "run", "arguments": {
+            "command": "sed -i 's/(len(values) - 1)/len(values)/' minilib/mathx.py"}},
+    ])
+    calls = tool_calls(task_dir)
+    assert [c["arguments"]["command"] for c in calls][0] == command
+    # the sandbox survived, so the agent's real fix after the attempt still counts
+    assert record["result"]["passed"] is True, record["result"]
