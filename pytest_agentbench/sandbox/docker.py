@@ -395,6 +395,8 @@ class DockerSandboxFactory:
         except APIError as exc:
             if args["ipc_mode"] != "none" or "ipc" not in str(exc).lower():
                 raise SandboxError(f"cannot create the sandbox container: {exc}") from exc
+        except DockerErrors as exc:  # the engine went away: infrastructure, not a harness bug
+            raise SandboxError(f"cannot create the sandbox container: {exc}") from exc
         self._ipc_mode = args["ipc_mode"] = "private"  # engines without --ipc=none
         return self._create(args)
 
