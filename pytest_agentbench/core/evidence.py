@@ -37,16 +37,25 @@ class TestEvidence:
     failed: int
     errors: int
     skipped: int
+    passed: int
     outcomes: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def passed(self) -> int:
-        return sum(1 for outcome in self.outcomes.values() if outcome == "passed")
 
     def outcome_of(self, node_id: str) -> str | None:
         """The outcome of a pytest node id (`tests/test_x.py::TestA::test_b[p]`), or None if the
-        run did not report it."""
-        return self.outcomes.get(junit_id(node_id))
+        run did not report it. pytest prints node ids relative to the current directory but
+        names junit test cases relative to its rootdir, so where the exact name is missing, a
+        test case whose dotted name ends with the node id's (or the other way round) counts, if
+        only one does."""
+        wanted = junit_id(node_id)
+        if wanted in self.outcomes:
+            return self.outcomes[wanted]
+        near = [name for name in self.outcomes
+                if name.endswith("." + wanted) or wanted.endswith("." + name)]
+        return self.outcomes[near[0]] if len(near) == 1 else None
+
+    def failing(self) -> tuple[str, ...]:
+        """junit names of the tests that failed or errored."""
+        return tuple(sorted(n for n, o in self.outcomes.items() if o in ("failed", "error")))
 
 
 class EvidenceError(Exception):
@@ -99,14 +108,12 @@ def parse(text: str) -> TestEvidence:
     if root.tag not in ("testsuite", "testsuites"):
         raise EvidenceError(f"results file root is <{root.tag}>, not <testsuites>")
     outcomes: dict[str, str] = {}
-    counts = {"failed": 0, "errors": 0, "skipped": 0, "tests": 0}
+    counts = {"failed": 0, "errors": 0, "skipped": 0, "passed": 0, "tests": 0}
     for suite in suites:
         for case in suite.iter("testcase"):
             outcome = _case_outcome(case)
             counts["tests"] += 1
-            key = {"failed": "failed", "error": "errors", "skipped": "skipped"}.get(outcome)
-            if key:
-                counts[key] += 1
+            counts[{"error": "errors"}.get(outcome, outcome)] += 1
             name = f"{case.get('classname', '')}.{case.get('name', '')}".lstrip(".")
             if outcomes.get(name) not in ("failed", "error"):  # worst outcome wins
                 outcomes[name] = outcome

@@ -140,7 +140,7 @@ class RecordingToolbox:
         for path in files:
             if policy.editable_globs is not None and not matches_any(path, policy.editable_globs):
                 return f"changed {path}, outside editable_globs"
-            if matches_any(path, policy.readonly_globs):
+            if policy.is_readonly(path):
                 return f"changed {path}, which is read-only"
         if policy.max_changed_files is not None and len(files) > policy.max_changed_files:
             limit = policy.max_changed_files

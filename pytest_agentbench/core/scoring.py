@@ -14,10 +14,12 @@ from dataclasses import dataclass
 
 from pytest_agentbench.core.agent_api import AgentOutcome
 from pytest_agentbench.core.evidence import TestEvidence
-from pytest_agentbench.core.ports import ExecResult
+from pytest_agentbench.core.ports import ExecResult, SandboxExited
 from pytest_agentbench.core.signatures import signature
 from pytest_agentbench.spec.records import Result
 from pytest_agentbench.spec.taxonomy import Reason
+
+HARNESS_KILL = "killed by the harness"  # SandboxExited.status (sandbox/docker.py)
 
 
 @dataclass(frozen=True)
@@ -27,7 +29,9 @@ class Evidence:
     results: TestEvidence | None = None
     results_required: bool = False
     results_problem: str | None = None  # the file existed but could not be read
-    expected_tests: tuple[str, ...] = ()
+    expected_tests: tuple[str, ...] = ()  # the task's: must be reported and pass
+    baseline_failing: tuple[str, ...] = ()  # junit names failing before the agent: if reported,
+    # they must pass (a fix that makes the code skip its own test is no fix)
 
 
 def verdict(
@@ -118,11 +122,33 @@ def _contradiction(evidence: Evidence) -> tuple[str, str] | None:
         )
     if results.passed == 0:
         return "NO_TESTS_PASSED", "passing_command exited 0 but no test passed"
-    missing = [t for t in evidence.expected_tests if results.outcome_of(t) != "passed"]
+    missing = [(t, results.outcome_of(t)) for t in evidence.expected_tests]
+    missing += [(t, results.outcomes.get(t)) for t in evidence.baseline_failing]
+    missing = [(t, o) for t, o in missing if o != "passed" and (o or t in evidence.expected_tests)]
     if missing:
-        shown = ", ".join(f"{t} ({results.outcome_of(t) or 'not run'})" for t in missing[:5])
+        shown = ", ".join(f"{t} ({outcome or 'not run'})" for t, outcome in missing[:5])
         return "EXPECTED_TESTS_NOT_PASSED", f"expected tests did not pass: {shown}"
     return None
+
+
+def sandbox_exit(phase: str, exc: SandboxExited, where: str) -> tuple[Reason, str, str]:
+    """(reason, sub_reason, summary) for a sandbox that stopped while the engine answers.
+
+    No command can signal PID 1 (it runs as another uid), so a stop is the commands' doing only
+    when the kernel killed it for memory or the harness had to kill it because a command's
+    processes could not be stopped; then it is the task's in setup and baseline and the agent's
+    after. A lifetime that ran out is a timeout. Anything else came from outside the sandbox
+    (`docker kill`, an engine restart, another run's sweep): infrastructure."""
+    if exc.expired:
+        return Reason.TIMEOUT, "LIFETIME", f"the sandbox's lifetime ran out {where}"
+    if not (exc.oom_killed or exc.status == HARNESS_KILL):
+        return Reason.SANDBOX_ERROR, "SANDBOX_EXITED", f"the sandbox was stopped {where}: {exc}"
+    why = "out of memory" if exc.oom_killed else "a command's processes could not be stopped"
+    if phase in ("prepare", "setup", "baseline"):
+        return Reason.SETUP_FAILED, "SANDBOX_EXITED", f"the {phase} sandbox stopped ({why}): {exc}"
+    return Reason.AGENT_KILLED_SANDBOX, "OOM" if exc.oom_killed else "UNSTOPPABLE", (
+        f"the sandbox stopped {where} ({why}): {exc}"
+    )
 
 
 def _pass_summary(evidence: Evidence) -> str:

@@ -12,6 +12,8 @@ from typing import Any
 
 import regex as pyregex
 
+from pytest_agentbench.core.globs import matches_any
+
 ALWAYS_READONLY = (".git", ".git/**")
 FORBIDDEN_MATCH_SECONDS = 1.0  # a forbidden pattern that takes longer on a command refuses it
 
@@ -39,6 +41,7 @@ class ToolPolicy:
 
     editable_globs: list[str] | None = None
     readonly_globs: list[str] = field(default_factory=list)
+    readonly_paths: frozenset[str] = frozenset()  # exact workspace paths (protected test files)
     allow_file_write: bool = True  # write_file / remove_file (apply_patch is always offered)
     max_changed_files: int | None = None  # cumulative over the Toolbox's life
     max_lines_changed: int | None = None  # cumulative added + removed lines
@@ -60,6 +63,9 @@ class ToolPolicy:
             g for g in ALWAYS_READONLY if g not in self.readonly_globs
         ]
         self.forbidden_patterns = [pyregex.compile(p) for p in self.forbidden_commands]
+
+    def is_readonly(self, path: str) -> bool:
+        return path in self.readonly_paths or matches_any(path, self.readonly_globs)
 
     def forbidden_match(self, command: str) -> str | None:
         """The first forbidden pattern found in `command`, if any (fails closed on a timeout)."""

@@ -311,7 +311,7 @@ class Toolbox:
                 f"{path} may not be edited: only paths matching "
                 f"{', '.join(editable) or '(nothing)'} are editable in this task",
             )
-        if matches_any(path, self.policy.readonly_globs):
+        if self.policy.is_readonly(path):
             raise _Refused(
                 ErrorType.EDIT_NOT_ALLOWED,
                 path,

@@ -33,10 +33,10 @@ from pytest_agentbench.core.ports import (
     SandboxExited,
     SandboxFactory,
 )
-from pytest_agentbench.core.protection import protected_globs, pytest_config_change
+from pytest_agentbench.core.protection import protect, pytest_config_change
 from pytest_agentbench.core.recording import RecordingToolbox
 from pytest_agentbench.core.rundir import AttemptPaths, write_json
-from pytest_agentbench.core.scoring import Evidence, verdict
+from pytest_agentbench.core.scoring import Evidence, sandbox_exit, verdict
 from pytest_agentbench.core.signatures import sha256
 from pytest_agentbench.core.tools import Toolbox, ToolPolicy
 from pytest_agentbench.core.trial_config import TrialConfig, attempt_id, sandbox_spec
@@ -91,6 +91,7 @@ class Trial:
         self.agent_overran = False
         self.toolbox: RecordingToolbox | None = None
         self.phase = "prepare"
+        self.baseline_results: evidence_mod.TestEvidence | None = None
         self.disk_modes: dict[str, str] = {}  # workspace dir -> "filesystem" | "watched" | "none"
 
     # -- the pipeline ---------------------------------------------------------------------------
@@ -274,16 +275,19 @@ class Trial:
 
     def _baseline(self, sandbox: Sandbox) -> None:
         validation = self.spec.validation
-        results = [
-            self._exec(
+        results = []
+        for i in range(validation.baseline_runs):
+            path, env = self._results_env()
+            results.append(self._exec(
                 sandbox,
                 "baseline",
                 validation.failing_command,
                 self.spec.environment.tool_timeout_sec,
                 log="failing" if i == 0 else f"failing_run{i + 1}",
-            )
-            for i in range(validation.baseline_runs)
-        ]
+                env=env,
+            ))
+            if i == 0:  # what pytest reports before the agent (core/evidence.py)
+                self.baseline_results, _ = self._collect_results(sandbox, path)
         for result in results:
             if result.disk_limit_exceeded:
                 raise self._task_over_disk_limit(validation.failing_command)
@@ -292,21 +296,27 @@ class Trial:
         if verdict.reason is not None:
             raise Failure(verdict.reason, verdict.summary, verdict.sub_reason)
 
-    def _protected_globs(self, sandbox: Sandbox) -> list[str]:
-        """The task's read-only globs plus, unless it opts out, its test infrastructure."""
-        globs = list(self.spec.agent.readonly_globs)
-        if getattr(self.spec.agent, "protect_test_infra", True):
+    def _protection(self, sandbox: Sandbox) -> tuple[list[str], frozenset[str]]:
+        """Read-only globs and paths: the task's, plus its test infrastructure unless it opts
+        out (core/protection.py)."""
+        globs, paths = list(self.spec.agent.readonly_globs), frozenset[str]()
+        if self.spec.agent.protect_test_infra:
             validation = self.spec.validation
-            commands = [validation.failing_command, validation.passing_command]
-            globs += [g for g in protected_globs(commands, sandbox.files) if g not in globs]
-        self.environment["readonly_globs"] = globs
-        return globs
+            found = protect([validation.failing_command, validation.passing_command], sandbox.files)
+            globs += [g for g in found.globs if g not in globs]
+            paths = found.paths
+        self.environment["readonly"] = {
+            "globs": globs, "paths": sorted(paths)[:500], "path_count": len(paths)
+        }
+        return globs, paths
 
     def _agent(self, sandbox: Sandbox) -> RecordingToolbox:
         agent_spec = self.spec.agent
+        readonly_globs, readonly_paths = self._protection(sandbox)
         policy = ToolPolicy(
             editable_globs=agent_spec.editable_globs,
-            readonly_globs=self._protected_globs(sandbox),
+            readonly_globs=readonly_globs,
+            readonly_paths=readonly_paths,
             allow_file_write=agent_spec.allow_file_write,
             max_changed_files=agent_spec.max_changed_files,
             max_lines_changed=agent_spec.max_lines_changed,
@@ -334,8 +344,6 @@ class Trial:
         )
         try:
             self.outcome = self.agent.run(ctx)
-        except SandboxExited as exc:
-            raise self._killed_sandbox(toolbox, exc) from exc
         except AgentError as exc:  # infrastructure (LLM_ERROR, ...): keep what was spent
             self.outcome = AgentOutcome(
                 "error",
@@ -372,13 +380,11 @@ class Trial:
             )
         try:
             violation = toolbox.final_diff_violation()
-        except SandboxExited as exc:
-            raise self._killed_sandbox(toolbox, exc) from exc
         except SnapshotError as exc:
             raise Failure(
                 Reason.TOOL_ERROR, f"workspace unreadable: {exc}", "WORKSPACE_UNREADABLE"
             ) from exc
-        if violation is None and getattr(self.spec.agent, "protect_test_infra", True):
+        if violation is None and self.spec.agent.protect_test_infra:
             pristine = HostFiles(self.workspace / "pristine")
             violation = pytest_config_change(pristine, agent_sandbox.files, toolbox.changed_files)
         self.agent_stats = toolbox.stats(outcome)
@@ -413,12 +419,14 @@ class Trial:
         """The passing command, its exit status as the sandbox observed it, and pytest's results
         read back from a file the test run was told to write (core/evidence.py)."""
         validation = self.spec.validation
-        mode = getattr(validation, "results", "auto")
-        wanted = mode == "junit" or bool(validation.expected_failing_tests) or (
-            mode == "auto" and evidence_mod.runs_pytest(validation.passing_command)
+        mode, before = validation.results, self.baseline_results
+        # auto: required when pytest reported before the agent and the passing command runs it
+        wanted = mode == "junit" or (
+            mode == "auto"
+            and before is not None
+            and evidence_mod.runs_pytest(validation.passing_command)
         )
-        path = evidence_mod.results_path()
-        env = evidence_mod.results_env(path) if mode != "exit_code" else {}
+        path, env = self._results_env()
         result = self._exec(
             sandbox,
             "score",
@@ -427,22 +435,19 @@ class Trial:
             log="passing",
             env=env,
         )
-        results, problem = None, None
-        if env:
-            try:
-                results = evidence_mod.collect(sandbox, path)
-            except evidence_mod.EvidenceError as exc:
-                problem = str(exc)
+        results, problem = self._collect_results(sandbox, path)
         evidence = Evidence(
             results=results,
             results_required=wanted,
             results_problem=problem,
-            expected_tests=tuple(validation.expected_failing_tests or ()),
+            expected_tests=tuple(validation.expected_failing_tests or ()) if env else (),
+            baseline_failing=before.failing() if before else (),
         )
         self.environment["scoring"] = {
             "results_mode": mode,
             "results_required": wanted,
             "results_found": results is not None,
+            "baseline_results_found": before is not None,
         }
         return verdict(result, outcome, violation, self.agent_overran, evidence)
 
@@ -456,24 +461,31 @@ class Trial:
         )
 
     def _exited_result(self, exc: SandboxExited) -> Result:
-        """A sandbox stopped while the engine answers, outside the agent's own calls: in setup or
-        baseline the task's commands did it; in scoring, the agent's patch under test did."""
-        if self.phase in ("prepare", "setup", "baseline"):
-            why = "it ran out of memory" if exc.oom_killed else str(exc)
-            return Result(passed=False, failure_reason=Reason.SETUP_FAILED,
-                          sub_reason="SANDBOX_EXITED",
-                          summary=f"the {self.phase} sandbox stopped: {why}")
-        killed = self._killed_sandbox(self.toolbox, exc)
-        return Result(passed=False, failure_reason=killed.reason, sub_reason=killed.sub_reason,
-                      summary=killed.summary)
+        """A sandbox stopped while the engine answers; whose it is: scoring.sandbox_exit."""
+        if self.phase == "agent" and self.toolbox is not None:
+            where = f"during or after the agent's step {self.toolbox.step}"
+        else:
+            where = f"in the {self.phase} phase"
+        reason, sub, summary = sandbox_exit(self.phase, exc, where)
+        return Result(passed=False, failure_reason=reason, sub_reason=sub, summary=summary)
 
-    def _killed_sandbox(self, toolbox: RecordingToolbox | None, exc: SandboxExited) -> Failure:
-        """The agent's sandbox stopped while the engine answers: its lifetime ran out (the agent
-        overran every budget) or something the agent ran took it down. Either way the agent's."""
-        where = f"during or after step {toolbox.step}" if toolbox else f"in {self.phase}"
-        if exc.expired:
-            return Failure(Reason.TIMEOUT, f"the sandbox's lifetime ran out {where}", "LIFETIME")
-        return Failure(Reason.AGENT_KILLED_SANDBOX, f"the agent's sandbox stopped {where}: {exc}")
+    def _results_env(self) -> tuple[str, dict[str, str]]:
+        """A results path and the environment that makes pytest write there (none for
+        `results: exit_code`)."""
+        if self.spec.validation.results == "exit_code":
+            return "", {}
+        path = evidence_mod.results_path()
+        return path, evidence_mod.results_env(path)
+
+    def _collect_results(
+        self, sandbox: Sandbox, path: str
+    ) -> tuple[evidence_mod.TestEvidence | None, str | None]:
+        if not path:
+            return None, None
+        try:
+            return evidence_mod.collect(sandbox, path), None
+        except evidence_mod.EvidenceError as exc:
+            return None, str(exc)
 
     # -- helpers ----------------------------------------------------------------------------------
     def _exec(

@@ -9,9 +9,10 @@ import pytest
 
 from pytest_agentbench.core.agent_api import AgentOutcome
 from pytest_agentbench.core.evidence import EvidenceError, junit_id, parse, runs_pytest
-from pytest_agentbench.core.ports import ExecResult
-from pytest_agentbench.core.protection import protected_globs, pytest_config_change
-from pytest_agentbench.core.scoring import Evidence, verdict
+from pytest_agentbench.core.globs import matches_any
+from pytest_agentbench.core.ports import ExecResult, SandboxExited
+from pytest_agentbench.core.protection import Protection, protect, pytest_config_change
+from pytest_agentbench.core.scoring import HARNESS_KILL, Evidence, sandbox_exit, verdict
 from pytest_agentbench.core.workspace import HostFiles
 
 pytestmark = [pytest.mark.adversarial, pytest.mark.unit]
@@ -100,34 +101,92 @@ def test_runs_pytest() -> None:
 
 
 def make_repo(root: Path) -> HostFiles:
-    (root / "tests" / "unit").mkdir(parents=True)
-    (root / "tests" / "unit" / "test_a.py").write_text("def test_a(): pass\n")
-    (root / "src").mkdir()
-    (root / "src" / "mod.py").write_text("X = 1\n")
-    (root / "checks.py").write_text("print('ok')\n")
+    for path, text in {
+        "tests/unit/test_a.py": "def test_a(): pass\n",
+        "tests/data/expected.json": "{}\n",
+        "src/pkg/core.py": "X = 1\n",
+        "src/pkg/tests_helpers.py": "Y = 1\n",
+        "src/pkg/test_core.py": "def test_x(): pass\n",
+        "checks.py": "print('ok')\n",
+        "value.txt": "bad\n",
+    }.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
     return HostFiles(root)
 
 
-def test_protected_globs_cover_commands_and_pytest_defaults(tmp_path: Path) -> None:
-    files = make_repo(tmp_path)
-    globs = protected_globs(
-        ["python -m pytest -q -p no:cacheprovider tests/unit/test_a.py::test_a",
-         "python checks.py && python -m pytest -k src tests ."], files)
-    for expected in ("**/conftest.py", "pytest.ini", "tox.ini", "**/sitecustomize.py",
-                     "**/test_*.py", "tests/unit/test_a.py", "tests/**", "checks.py"):
-        assert expected in globs
-    assert "src/**" not in globs and "./**" not in globs and "**" not in globs
-    assert not any(g.startswith("no:") for g in globs)
+def readonly(protection: Protection, path: str) -> bool:
+    return path in protection.paths or matches_any(path, protection.globs)
 
 
-def test_plain_commands_protect_only_what_they_name(tmp_path: Path) -> None:
+def test_protection_covers_the_tests_not_the_code_under_test(tmp_path: Path) -> None:
     files = make_repo(tmp_path)
-    (tmp_path / "value.txt").write_text("bad\n")
-    globs = protected_globs(
+    found = protect(["python -m pytest -q -p no:cacheprovider --cov src tests/unit/test_a.py::t",
+                     "python checks.py && python -m pytest src/ tests ."], files)
+    for path in ("tests/unit/test_a.py", "tests/data/expected.json", "src/pkg/test_core.py",
+                 "checks.py", "conftest.py", "sub/dir/conftest.py", "pytest.ini",
+                 "tests/pytest.ini", "pytest.toml", "sub/.pytest.toml", "tox.ini",
+                 "sitecustomize.py", "pytest.py", "_pytest/main.py"):
+        assert readonly(found, path), path
+    for path in ("src/pkg/core.py", "src/pkg/tests_helpers.py", "value.txt",
+                 "test_repro.py", "src/pkg/test_new.py", "tests/unit/test_new.py"):
+        assert not readonly(found, path), path  # code under test, and files the agent adds
+
+
+def test_plain_commands_protect_only_what_they_run(tmp_path: Path) -> None:
+    files = make_repo(tmp_path)
+    found = protect(
         ["make check", "python checks.py", "cd src && make -C src", "grep -qx good value.txt"],
         files)
-    assert "checks.py" in globs and "**/test_*.py" not in globs
-    assert "src/**" not in globs and "value.txt" not in globs
+    assert readonly(found, "checks.py") and not readonly(found, "src/pkg/test_core.py")
+    assert not readonly(found, "value.txt") and not readonly(found, "src/pkg/core.py")
+
+
+def test_unittest_modules_are_protected(tmp_path: Path) -> None:
+    files = make_repo(tmp_path)
+    (tmp_path / "tests" / "check_things.py").write_text("import unittest\n")
+    found = protect(["python -m unittest tests.check_things"], files)
+    assert readonly(found, "tests/check_things.py") and readonly(found, "tests/unit/test_a.py")
+
+
+def test_sandbox_exit_blame() -> None:
+    def exited(code: int | None, oom: bool = False, status: str | None = None) -> SandboxExited:
+        return SandboxExited("stopped", exit_code=code, oom_killed=oom, status=status)
+
+    assert sandbox_exit("agent", exited(0), "x")[:2] == ("TIMEOUT", "LIFETIME")
+    assert sandbox_exit("agent", exited(137), "x")[:2] == ("SANDBOX_ERROR", "SANDBOX_EXITED")
+    assert sandbox_exit("agent", exited(137, oom=True), "x")[:2] == ("AGENT_KILLED_SANDBOX", "OOM")
+    assert sandbox_exit("score", exited(None, status=HARNESS_KILL), "x")[0] == (
+        "AGENT_KILLED_SANDBOX")
+    assert sandbox_exit("setup", exited(137, oom=True), "x")[:2] == (
+        "SETUP_FAILED", "SANDBOX_EXITED")
+
+
+def test_expected_ids_match_across_rootdir_and_cwd() -> None:
+    results = parse(junit())
+    assert results.outcome_of("pkg/tests/test_mathx.py::test_mean") == "passed"  # rootdir pkg/
+    sub = parse(junit().replace('classname="tests.test_mathx"', 'classname="sub.tests.test_mathx"'))
+    assert sub.outcome_of("tests/test_mathx.py::test_mean") == "passed"  # cd sub && pytest
+
+
+def test_a_baseline_failure_that_is_skipped_now_does_not_pass() -> None:
+    skipped = junit().replace('time="0.001"></testcase>', 'time="0.001"><skipped/></testcase>', 1)
+    results = parse(skipped)
+    assert results.outcomes["tests.test_mathx.test_mean"] == "skipped"
+    evidence = Evidence(results=results, baseline_failing=("tests.test_mathx.test_mean",))
+    result = verdict(ok(), AgentOutcome("finish"), None, False, evidence)
+    assert result.sub_reason == "EXPECTED_TESTS_NOT_PASSED"
+    gone = Evidence(results=parse(junit()), baseline_failing=("tests.test_gone.test_x",))
+    assert verdict(ok(), AgentOutcome("finish"), None, False, gone).passed
+
+
+def test_a_deeply_nested_pyproject_is_unparseable_not_a_crash(tmp_path: Path) -> None:
+    before, after = tmp_path / "before", tmp_path / "after"
+    before.mkdir(), after.mkdir()
+    (before / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "-q"\n')
+    (after / "pyproject.toml").write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    change = pytest_config_change(HostFiles(before), HostFiles(after), ["pyproject.toml"])
+    assert change and "pyproject.toml" in change
 
 
 def test_pytest_section_of_pyproject_is_protected(tmp_path: Path) -> None:
