@@ -18,7 +18,10 @@ pytestmark = [pytest.mark.adversarial, pytest.mark.docker, pytest.mark.e2e]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_agent(tmp_path: Path, calls: list[dict], **environment: object) -> tuple[dict, Path]:
+def run_agent(tmp_path: Path, calls: list[dict], *options: str,
+              **environment: object) -> tuple[dict, Path]:
+    """One scripted attempt on fix-mean-off-by-one through pytest and Docker (a copy of the
+    taskpacks with `environment` overrides); its record and its task directory."""
     packs = tmp_path / "taskpacks"
     shutil.copytree(ROOT / "taskpacks", packs)
     task_file = packs / "custom-dev" / "fix-mean-off-by-one" / "task.yaml"
@@ -34,7 +37,7 @@ def run_agent(tmp_path: Path, calls: list[dict], **environment: object) -> tuple
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
          "--agentbench-suite", "custom-dev", f"--agentbench-taskpacks={packs}",
          f"--agentbench-out={out}", "-k", "fix-mean-off-by-one",
-         f"--agentbench-variant={variant}"],
+         f"--agentbench-variant={variant}", *options],
         cwd=ROOT, capture_output=True, text=True, timeout=300, env=dict(os.environ))
     (run_dir,) = list(out.iterdir())
     (line,) = (run_dir / "attempts.jsonl").read_text().splitlines()
