@@ -295,6 +295,13 @@ class Trial:
         self.baseline, verdict = baseline_mod.evaluate(validation, results)
         if verdict.reason is not None:
             raise Failure(verdict.reason, verdict.summary, verdict.sub_reason)
+        if validation.results == "junit" and self.baseline_results is None:
+            raise Failure(  # else every attempt would fail RESULTS_MISSING, blamed on the agent
+                Reason.SETUP_FAILED,
+                "validation.results is junit, but failing_command left no pytest results "
+                "(does it run pytest, without its own --junitxml or PYTEST_ADDOPTS?)",
+                "RESULTS_MISSING",
+            )
 
     def _protection(self, sandbox: Sandbox) -> tuple[list[str], frozenset[str]]:
         """Read-only globs and paths: the task's, plus its test infrastructure unless it opts
