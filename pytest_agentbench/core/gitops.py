@@ -267,7 +267,10 @@ class Snapshotter:
         text = result.full_stdout if result.full_stdout is not None else result.stdout
         lines = text.split("\n")
         if not result.ok or len(lines) != 3 or not lines[1].startswith(GITDIR_PREFIX):
-            raise SnapshotError(f"cannot start a snapshot: {result.stderr.strip()[-300:]}")
+            raise SnapshotError(
+                f"cannot start a snapshot (exit {result.exit_code}, timed out "
+                f"{result.timed_out}, {len(lines)} lines): {result.stderr.strip()[-300:]}"
+            )
         fields = _b64(lines[0]).split(b"\0")
         sources = {fields[i]: _b64(fields[i + 1].decode()) for i in range(0, len(fields) - 1, 2)}
         self.excludes = base_excludes(sources)
