@@ -63,10 +63,12 @@ def main() -> int:
     parser.add_argument("--attempts", type=int, default=50)
     parser.add_argument("-n", "--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=None, help="keep the runs here")
+    parser.add_argument("--variants", nargs="+", default=["oracle", "nop"],
+                        choices=["oracle", "nop"])
     opts = parser.parse_args()
     out = opts.out or Path(tempfile.mkdtemp(prefix="agentbench-reliability-"))
     all_misses: list[str] = []
-    for variant in ("oracle", "nop"):
+    for variant in opts.variants:
         start = time.monotonic()
         records = run_variant(variant, opts.attempts, opts.workers, out / variant)
         by_task: dict[str, Counter[str]] = defaultdict(Counter)
