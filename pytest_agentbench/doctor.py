@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.sandbox.disk import pid_alive
+
 MIN_FREE_BYTES = 5 * 1024**3
 EGRESS_PROBE = ("python3 -c 'import socket; "
                 "socket.create_connection((\"1.1.1.1\", 53), timeout=3)'")
@@ -154,7 +156,7 @@ def _check_leftovers(report: Report, factory: Any) -> None:
     for info in factory.containers({}):
         host, _, pid = (info.get("Labels") or {}).get(OWNER_LABEL, "").rpartition(":")
         if host == here and pid.isdigit():
-            alive = _alive(int(pid))
+            alive = pid_alive(int(pid))
         else:  # no owner, or another machine's run on a shared engine: judge by its state
             alive = bool(host) and info.get("State") == "running"
         in_use += alive
@@ -163,12 +165,3 @@ def _check_leftovers(report: Report, factory: Any) -> None:
            f"{leftover} leftover, {in_use} in use by live runs"
            + (" (remove them with `agentbench gc`)" if leftover else ""))
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

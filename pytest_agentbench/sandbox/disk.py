@@ -117,7 +117,7 @@ def stale_loopfs() -> list[tuple[Path, Path]]:
         pid_ns, _, rest = name[len(DISK_TAG):].partition(".")
         pid = rest.split("-", 1)[0]
         ours = pid_ns == _owner().split(".")[0]
-        if backing.endswith(" (deleted)") or (ours and not (pid.isdigit() and _alive(int(pid)))):
+        if backing.endswith(" (deleted)") or (ours and not (pid.isdigit() and pid_alive(int(pid)))):
             mount_point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[4])
             stale.append((Path(mount_point), Path(backing.removesuffix(" (deleted)"))))
     return stale
@@ -132,7 +132,8 @@ def _owner() -> str:
     return f"{pid_ns}.{os.getpid()}"
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process of this pid namespace exists (one we may not signal counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
