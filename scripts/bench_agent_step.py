@@ -21,11 +21,11 @@ sys.path.insert(0, str(ROOT))
 
 from pytest_agentbench.agents.llm_v0 import LLMAgent  # noqa: E402
 from pytest_agentbench.core.trial import Trial, TrialConfig  # noqa: E402
-from pytest_agentbench.hostenv import trial_defaults  # noqa: E402
 from pytest_agentbench.repos import MirrorCache  # noqa: E402
+from pytest_agentbench.run.hostenv import trial_defaults  # noqa: E402
 from pytest_agentbench.sandbox.docker import DockerSandboxFactory  # noqa: E402
 from pytest_agentbench.sandbox.image import ensure_image  # noqa: E402
-from pytest_agentbench.spec.loader import discover  # noqa: E402
+from pytest_agentbench.tasks.loader import discover  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAIServer, tool_reply  # noqa: E402
 
 USAGE = {"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050}

@@ -27,13 +27,13 @@ from pathlib import Path
 import docker
 
 from pytest_agentbench.agents.builtin import OracleAgent
-from pytest_agentbench.core.ports import SandboxSpec
-from pytest_agentbench.core.tools import Toolbox, ToolPolicy
 from pytest_agentbench.core.trial import Trial, TrialConfig
 from pytest_agentbench.repos import MirrorCache, resolve_source
 from pytest_agentbench.sandbox.docker import DockerSandboxFactory
 from pytest_agentbench.sandbox.image import ensure_image
-from pytest_agentbench.spec.loader import discover
+from pytest_agentbench.sandbox.port import SandboxSpec
+from pytest_agentbench.tasks.loader import discover
+from pytest_agentbench.tools.toolbox import Toolbox, ToolPolicy
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = ["fix-mean-off-by-one", "fix-parse-size-units", "restore-slug-module",

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import docker
 
-from pytest_agentbench.core.ports import SandboxSpec
 from pytest_agentbench.sandbox.docker import DockerSandboxFactory
 from pytest_agentbench.sandbox.image import ensure_image
+from pytest_agentbench.sandbox.port import SandboxSpec
 
 LABELS = {"agentbench.bench": "1"}
 

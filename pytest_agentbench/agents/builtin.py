@@ -8,8 +8,9 @@ from typing import Any
 
 import yaml
 
-from pytest_agentbench.core.agent_api import AgentContext, AgentOutcome
-from pytest_agentbench.spec.loader import (
+from pytest_agentbench.agents.port import AgentContext, AgentOutcome
+from pytest_agentbench.schemas.taxonomy import Reason
+from pytest_agentbench.tasks.loader import (
     MAX_TASK_ASSET_BYTES,
     UnsafeFileError,
     open_task_file,
@@ -17,7 +18,6 @@ from pytest_agentbench.spec.loader import (
     read_regular_file,
     yaml_message,
 )
-from pytest_agentbench.spec.taxonomy import Reason
 
 
 class NopAgent:

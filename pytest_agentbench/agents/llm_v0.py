@@ -31,11 +31,8 @@ from pathlib import Path
 from typing import IO, Any, NoReturn
 
 from pytest_agentbench.agents.llm_config import DEFAULTS, Budget, check_config, load_prompt
-from pytest_agentbench.core.agent_api import AgentContext, AgentError, AgentOutcome
+from pytest_agentbench.agents.port import AgentContext, AgentError, AgentOutcome
 from pytest_agentbench.core.events import utc_now
-from pytest_agentbench.core.output import truncate
-from pytest_agentbench.core.signatures import signature
-from pytest_agentbench.core.tool_schemas import TOOL_SCHEMAS, WRITE_TOOLS
 from pytest_agentbench.llm import (
     ChatResult,
     LLMAuthError,
@@ -43,11 +40,14 @@ from pytest_agentbench.llm import (
     LLMError,
     LLMRequestError,
     ModelConfigError,
-    Redactor,
     ToolCall,
 )
-from pytest_agentbench.spec.records import ModelInfo, Usage
-from pytest_agentbench.spec.taxonomy import Reason
+from pytest_agentbench.schemas.records import ModelInfo, Usage
+from pytest_agentbench.schemas.taxonomy import Reason
+from pytest_agentbench.text.redaction import Redactor
+from pytest_agentbench.text.signatures import signature
+from pytest_agentbench.text.truncation import truncate
+from pytest_agentbench.tools.schemas import TOOL_SCHEMAS, WRITE_TOOLS
 
 EDIT_TOOLS = frozenset({"apply_patch", "write_file", "remove_file"})
 KNOWN_TOOLS = frozenset(s["function"]["name"] for s in TOOL_SCHEMAS)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from pytest_agentbench.doctor import run_doctor
+    from pytest_agentbench.cli.doctor import run_doctor
 
     return run_doctor(build=not args.no_build)
 
@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     else:
         add_report_commands(sub)
     try:
-        from pytest_agentbench.replay import add_replay_command
+        from pytest_agentbench.cli.replay import add_replay_command
     except ImportError:
         pass
     else:

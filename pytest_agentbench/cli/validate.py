@@ -23,7 +23,7 @@ def add_validate_command(sub: Any) -> None:
 
 
 def validate_tasks(args: argparse.Namespace) -> int:
-    from pytest_agentbench.spec.loader import discover
+    from pytest_agentbench.tasks.loader import discover
 
     loaded = discover(Path(args.taskpacks), args.suite)
     for problem in loaded.problems:
@@ -57,7 +57,7 @@ class _Runner:
     def check(self, task: Any) -> tuple[bool, str]:
         from pytest_agentbench.agents.builtin import NopAgent, OracleAgent
         from pytest_agentbench.core.trial import Trial, TrialConfig
-        from pytest_agentbench.hostenv import trial_defaults
+        from pytest_agentbench.run.hostenv import trial_defaults
 
         records = {}
         for agent in (OracleAgent(), NopAgent()):

@@ -1,1 +1,7 @@
-"""The harness core: the attempt pipeline, tools and ports. Imports neither pytest nor docker."""
+"""The attempt pipeline: prepare → setup → baseline → agent → score → record (trial.py), and what
+only it needs: baseline validation, snapshots and diffs, evidence, scoring, recording, the event
+sink and the run directory layout.
+
+May import: agents (the port), tools, sandbox (the port), repos, tasks, schemas, paths, text.
+Never pytest, docker or httpx: adapters are passed in.
+"""

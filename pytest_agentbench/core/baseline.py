@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
-from pytest_agentbench.core.ports import ExecResult
-from pytest_agentbench.core.signatures import sha256, signature
-from pytest_agentbench.spec.records import BaselineRun, BaselineValidation
-from pytest_agentbench.spec.task import ValidationSpec
-from pytest_agentbench.spec.taxonomy import Reason
+from pytest_agentbench.sandbox.port import ExecResult
+from pytest_agentbench.schemas.records import BaselineRun, BaselineValidation
+from pytest_agentbench.schemas.task import ValidationSpec
+from pytest_agentbench.schemas.taxonomy import Reason
+from pytest_agentbench.text.signatures import sha256, signature
 
 
 class Verdict:

@@ -14,9 +14,10 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import uuid
 from pathlib import Path
+
+from pytest_agentbench.paths.trees import copy_tree
 
 LAYOUT_VERSION = 1
 
@@ -62,8 +63,3 @@ class EnvCache:
         except OSError:  # someone else published first
             shutil.rmtree(tmp, ignore_errors=True)
 
-
-def copy_tree(src: Path, dst: Path) -> None:
-    """cp -a keeps owners, modes and symlinks (the sandbox user owns these files)."""
-    dst.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["cp", "-a", f"{src}/.", str(dst)], check=True, capture_output=True)

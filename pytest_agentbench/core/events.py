@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.core.rundir import repair_jsonl
-from pytest_agentbench.spec.events import EVENT_TYPES, Actor
+from pytest_agentbench.schemas.events import EVENT_TYPES, Actor
 
 RedactObj = Callable[[Any], Any]
 

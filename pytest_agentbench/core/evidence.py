@@ -20,7 +20,7 @@ import secrets
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
-from pytest_agentbench.core.ports import Sandbox
+from pytest_agentbench.sandbox.port import Sandbox
 
 MAX_RESULTS_BYTES = 64 * 1024 * 1024
 _PYTEST = re.compile(r"(?<![\w.-])py\.?test(?![\w-])")

@@ -33,7 +33,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from pytest_agentbench.core.ports import ExecResult, Sandbox, SandboxError
+from pytest_agentbench.sandbox.port import ExecResult, Sandbox, SandboxError
 
 EXCLUDES = ["**/__pycache__/**", ".pytest_cache/**", "**/*.pyc", ".agentbench/**"]
 APPLY_PATCH = ".git/agentbench-final.patch"

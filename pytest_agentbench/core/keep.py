@@ -17,7 +17,7 @@ moved:
   directory of the copy is a git directory (git's discovery tries each directory itself as a bare
   repository: HEAD, objects/ and refs/ are enough);
 - nothing is followed: every directory is opened with O_NOFOLLOW relative to its parent's
-  descriptor, every file after an O_PATH type check (core/workspace.py);
+  descriptor, every file after an O_PATH type check (paths/host_files.py);
 - the copy is bounded in bytes, entries, depth and time, and `keep_workspace` never raises: what
   went wrong is a note in the KeepReport (the attempt's record must not be lost to a kept repo).
 
@@ -36,8 +36,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.core.ports import PathEscape
-from pytest_agentbench.core.workspace import Walk, WalkEntry, open_regular, read_fd
+from pytest_agentbench.paths.files import PathEscape
+from pytest_agentbench.paths.host_files import Walk, WalkEntry, open_regular, read_fd
 
 KEEP_MAX_BYTES = 1024 * 1024 * 1024  # file content kept per workspace
 KEEP_MAX_ENTRIES = 200_000

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_agentbench.core.evidence import runs_pytest
-from pytest_agentbench.core.globs import matches_any
-from pytest_agentbench.core.ports import Files, PathEscape
+from pytest_agentbench.paths.files import Files, PathEscape
+from pytest_agentbench.paths.globs import matches_any
 
 ALWAYS = (
     "**/conftest.py",

@@ -14,14 +14,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pytest_agentbench.core.agent_api import AgentOutcome
+from pytest_agentbench.agents.port import AgentOutcome
 from pytest_agentbench.core.events import EventSink, utc_now
 from pytest_agentbench.core.gitops import SnapshotError, Snapshotter
-from pytest_agentbench.core.globs import matches_any
-from pytest_agentbench.core.ports import Sandbox, SandboxError
 from pytest_agentbench.core.rundir import AttemptPaths
-from pytest_agentbench.core.tools import Toolbox, ToolResult
-from pytest_agentbench.spec.records import AgentStats
+from pytest_agentbench.paths.globs import matches_any
+from pytest_agentbench.sandbox.port import Sandbox, SandboxError
+from pytest_agentbench.schemas.records import AgentStats
+from pytest_agentbench.tools.toolbox import Toolbox, ToolResult
 
 MUTATING = frozenset({"apply_patch", "write_file", "remove_file", "run"})
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pytest_agentbench.core.agent_api import AgentOutcome
+from pytest_agentbench.agents.port import AgentOutcome
 from pytest_agentbench.core.evidence import TestEvidence
-from pytest_agentbench.core.ports import ExecResult, SandboxExited
-from pytest_agentbench.core.signatures import signature
-from pytest_agentbench.spec.records import Result
-from pytest_agentbench.spec.taxonomy import Reason
+from pytest_agentbench.sandbox.port import ExecResult, SandboxExited
+from pytest_agentbench.schemas.records import Result
+from pytest_agentbench.schemas.taxonomy import Reason
+from pytest_agentbench.text.signatures import signature
 
 HARNESS_KILL = "killed by the harness"  # SandboxExited.status (sandbox/docker.py)
 

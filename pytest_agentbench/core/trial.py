@@ -13,10 +13,10 @@ import time
 import traceback
 from typing import Any
 
+from pytest_agentbench.agents.port import Agent, AgentContext, AgentError, AgentOutcome
 from pytest_agentbench.core import baseline as baseline_mod
 from pytest_agentbench.core import evidence as evidence_mod
-from pytest_agentbench.core.agent_api import Agent, AgentContext, AgentError, AgentOutcome
-from pytest_agentbench.core.envcache import cache_key, copy_tree
+from pytest_agentbench.core.envcache import cache_key
 from pytest_agentbench.core.events import EventSink, utc_now
 from pytest_agentbench.core.gitops import (
     SnapshotError,
@@ -26,32 +26,33 @@ from pytest_agentbench.core.gitops import (
 )
 from pytest_agentbench.core.keep import keep_workspace
 from pytest_agentbench.core.phases import PhaseTimer
-from pytest_agentbench.core.ports import (
+from pytest_agentbench.core.protection import protect, pytest_config_change
+from pytest_agentbench.core.recording import RecordingToolbox
+from pytest_agentbench.core.rundir import AttemptPaths, write_json
+from pytest_agentbench.core.scoring import Evidence, sandbox_exit, verdict
+from pytest_agentbench.core.trial_config import TrialConfig, attempt_id, sandbox_spec
+from pytest_agentbench.core.trial_record import build_record
+from pytest_agentbench.paths.host_files import HostFiles, remove_tree
+from pytest_agentbench.paths.trees import copy_tree
+from pytest_agentbench.repos import MirrorCache, RepoError, resolve_source
+from pytest_agentbench.sandbox.port import (
     ExecResult,
     Sandbox,
     SandboxError,
     SandboxExited,
     SandboxFactory,
 )
-from pytest_agentbench.core.protection import protect, pytest_config_change
-from pytest_agentbench.core.recording import RecordingToolbox
-from pytest_agentbench.core.rundir import AttemptPaths, write_json
-from pytest_agentbench.core.scoring import Evidence, sandbox_exit, verdict
-from pytest_agentbench.core.signatures import sha256
-from pytest_agentbench.core.tools import Toolbox, ToolPolicy
-from pytest_agentbench.core.trial_config import TrialConfig, attempt_id, sandbox_spec
-from pytest_agentbench.core.trial_record import build_record
-from pytest_agentbench.core.workspace import HostFiles, remove_tree
-from pytest_agentbench.repos import MirrorCache, RepoError, resolve_source
-from pytest_agentbench.spec.loader import LoadedTask
-from pytest_agentbench.spec.records import (
+from pytest_agentbench.schemas.records import (
     AgentStats,
     AttemptRecord,
     BaselineValidation,
     Result,
     SetupInfo,
 )
-from pytest_agentbench.spec.taxonomy import Reason
+from pytest_agentbench.schemas.taxonomy import Reason
+from pytest_agentbench.tasks.loader import LoadedTask
+from pytest_agentbench.text.signatures import sha256
+from pytest_agentbench.tools.toolbox import Toolbox, ToolPolicy
 
 
 class Failure(Exception):

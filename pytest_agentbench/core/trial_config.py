@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.core.envcache import EnvCache
-from pytest_agentbench.core.ports import SandboxSpec
-from pytest_agentbench.spec.task import TaskSpec
+from pytest_agentbench.sandbox.port import SandboxSpec
+from pytest_agentbench.schemas.task import TaskSpec
 
 
 @dataclass

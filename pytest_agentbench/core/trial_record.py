@@ -5,8 +5,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pytest_agentbench.core.events import utc_now
-from pytest_agentbench.spec.records import AttemptRecord, ImageInfo, Limits, Result, Timestamps
-from pytest_agentbench.spec.task import TaskSpec
+from pytest_agentbench.schemas.records import (
+    AttemptRecord,
+    ImageInfo,
+    Limits,
+    Result,
+    Timestamps,
+)
+from pytest_agentbench.schemas.task import TaskSpec
 
 if TYPE_CHECKING:
     from pytest_agentbench.core.trial import Trial

@@ -1,5 +1,5 @@
 """LLM access: the `ModelClient` port, an OpenAI-compatible httpx client (OpenRouter, OpenAI,
-vLLM, Ollama presets), config resolution, tool-call fallback parsing and secret redaction.
+vLLM, Ollama presets), config resolution and tool-call fallback parsing.
 
 Imports neither pytest nor docker; importing it has no side effects.
 """
@@ -30,7 +30,6 @@ from pytest_agentbench.llm.presets import (
     ResolvedModelConfig,
     resolve_model_config,
 )
-from pytest_agentbench.llm.redaction import DEFAULT_SECRET_ENVS, Redactor
 from pytest_agentbench.llm.toolcall_fallback import (
     parse_fallback_tool_calls,
     parse_native_tool_calls,
@@ -38,10 +37,10 @@ from pytest_agentbench.llm.toolcall_fallback import (
 from pytest_agentbench.llm.wire import is_retryable_status
 
 __all__ = [
-    "CODE_DEFAULTS", "DEFAULT_SECRET_ENVS", "PRESETS", "PRESET_REGISTRY_VERSION",
+    "CODE_DEFAULTS", "PRESETS", "PRESET_REGISTRY_VERSION",
     "AssistantMessage", "ChatParams", "ChatResult", "LLMAuthError", "LLMBadResponse",
     "LLMError", "LLMRequestError", "LLMRetryExhausted", "ModelClient", "ModelConfigError",
-    "OpenAICompatClient", "Preset", "Redactor", "ResolvedModelConfig", "ToolCall",
+    "OpenAICompatClient", "Preset", "ResolvedModelConfig", "ToolCall",
     "ToolCallsSource", "Usage", "is_retryable_status", "parse_fallback_tool_calls",
     "parse_native_tool_calls", "resolve_model_config",
 ]

@@ -26,7 +26,7 @@ from pytest_agentbench.reporting.load import Run, load_events, load_run
 from pytest_agentbench.reporting.summary import RunSummary, summarize
 
 if TYPE_CHECKING:
-    from pytest_agentbench.llm.redaction import Redactor
+    from pytest_agentbench.text.redaction import Redactor
 
 HTML_FILE = "report.html"
 MAX_TASKS = 1000
@@ -56,7 +56,7 @@ def write_html(run_dir: str | Path, out: str | Path | None = None,
 
 def render_html(run: Run, summary: RunSummary, max_tasks: int = MAX_TASKS,
                 redactor: Redactor | None = None) -> str:
-    from pytest_agentbench.llm.redaction import Redactor
+    from pytest_agentbench.text.redaction import Redactor
 
     d = summary.data
     tasks, rows = _tasks(run, max_tasks)

@@ -28,7 +28,7 @@ import pandas as pd
 from pydantic import AliasPath, Field, TypeAdapter, ValidationError
 from typing_extensions import TypedDict  # pydantic needs it for TypedDict before 3.12
 
-from pytest_agentbench.spec.taxonomy import BLAME, Reason
+from pytest_agentbench.schemas.taxonomy import BLAME, Reason
 
 ATTEMPTS_FILE = "attempts.jsonl"
 RUN_FILE = "run.json"
@@ -243,7 +243,7 @@ def _is_json(line: bytes) -> bool:
 
 def _validate(path: Path) -> None:
     """Full pydantic validation of every record (slow; a truncated last line is tolerated)."""
-    from pytest_agentbench.spec.records import AttemptRecord
+    from pytest_agentbench.schemas.records import AttemptRecord
 
     lines = [line for line in path.read_bytes().split(b"\n") if line.strip()]
     for number, line in enumerate(lines, 1):

@@ -23,7 +23,7 @@ from pytest_agentbench.reporting import stats
 from pytest_agentbench.reporting.load import Run, load_run
 
 if TYPE_CHECKING:
-    from pytest_agentbench.llm.redaction import Redactor
+    from pytest_agentbench.text.redaction import Redactor
 
 SCHEMA_VERSION = 1
 SUMMARY_FILE = "report_summary.md"
@@ -325,9 +325,9 @@ def write_summary(run_dir: str | Path, infra_as_failure: bool = False,
     A run that recorded no attempt at all (no attempts.jsonl) still gets a summary saying so.
     The text passes through `redactor` (default: the credential patterns of a plain Redactor).
     """
-    from pytest_agentbench.llm.redaction import Redactor
     from pytest_agentbench.reporting import load
     from pytest_agentbench.reporting.render import summary_markdown
+    from pytest_agentbench.text.redaction import Redactor
 
     path = Path(run_dir) / SUMMARY_FILE
     if (Path(run_dir) / load.ATTEMPTS_FILE).exists():

@@ -153,7 +153,7 @@ def write_run(out_dir: str | Path, records: Iterator[dict[str, Any]] | list[dict
 
 def validate_sample(run_dir: str | Path, every: int = 1000) -> int:
     """Validate every `every`-th record (and the first) with the pydantic model; returns count."""
-    from pytest_agentbench.spec.records import AttemptRecord
+    from pytest_agentbench.schemas.records import AttemptRecord
 
     checked = 0
     with (Path(run_dir) / "attempts.jsonl").open(encoding="utf-8") as fh:

@@ -14,7 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from pytest_agentbench.repos.gitcmd import RepoError, redact
-from pytest_agentbench.spec.task import repo_url_problem
+from pytest_agentbench.schemas.task import repo_url_problem
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 # git's own rule: "host:path" is scp-like ssh when a colon comes before any slash.

@@ -27,7 +27,7 @@ import threading
 import time
 from pathlib import Path
 
-from pytest_agentbench.core.envcache import copy_tree
+from pytest_agentbench.paths.trees import copy_tree
 
 DISK_TAG = ".agentbench-disk-"  # images: <parent>/.agentbench-disk-<pidns>.<pid>-<name>.img
 FULL_BYTES = 1 << 20  # a bounded filesystem with less free space than this is full

@@ -32,14 +32,8 @@ import docker
 import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 
-from pytest_agentbench.core.ports import (
-    ExecResult,
-    Files,
-    SandboxError,
-    SandboxExited,
-    SandboxSpec,
-)
-from pytest_agentbench.core.workspace import HostFiles, chown_tree
+from pytest_agentbench.paths.files import Files
+from pytest_agentbench.paths.host_files import HostFiles, chown_tree
 from pytest_agentbench.sandbox import disk, local
 from pytest_agentbench.sandbox import docker_policy as policy
 from pytest_agentbench.sandbox.disk import DiskGuard
@@ -55,6 +49,7 @@ from pytest_agentbench.sandbox.docker_policy import owner as owner
 from pytest_agentbench.sandbox.docker_policy import sandbox_user as sandbox_user
 from pytest_agentbench.sandbox.docker_policy import sanitized as sanitized
 from pytest_agentbench.sandbox.local import OutputBuffer
+from pytest_agentbench.sandbox.port import ExecResult, SandboxError, SandboxExited, SandboxSpec
 
 HOST_GRACE_SEC = 5.0
 DockerErrors = (DockerException, requests.RequestException, OSError)

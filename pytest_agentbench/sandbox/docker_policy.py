@@ -27,8 +27,8 @@ from typing import Any
 
 from docker.types import Mount
 
-from pytest_agentbench.core.ports import SandboxSpec
 from pytest_agentbench.sandbox import local
+from pytest_agentbench.sandbox.port import SandboxSpec
 
 BASE_LABEL = "agentbench"
 OWNER_LABEL = "agentbench.owner"  # <host>:<pid> of the process that created the container

@@ -22,9 +22,10 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from pytest_agentbench.core.output import decode, truncate
-from pytest_agentbench.core.ports import ExecResult, Files, SandboxError, SandboxSpec
-from pytest_agentbench.core.workspace import HostFiles
+from pytest_agentbench.paths.files import Files
+from pytest_agentbench.paths.host_files import HostFiles
+from pytest_agentbench.sandbox.port import ExecResult, SandboxError, SandboxSpec
+from pytest_agentbench.text.truncation import decode, truncate
 
 #: The deterministic runtime envelope of every command (spec improvement 3).
 DETERMINISTIC_ENV: dict[str, str] = {

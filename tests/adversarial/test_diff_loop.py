@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.core.ports import SandboxFactory
+from pytest_agentbench.sandbox.port import SandboxFactory
 from tests.adversarial.test_diff_support import (  # noqa: F401 - fixtures
     Bench,
     State,

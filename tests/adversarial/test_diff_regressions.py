@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from pytest_agentbench.core.gitops import SnapshotError
-from pytest_agentbench.core.ports import SandboxError, SandboxFactory
-from pytest_agentbench.core.tools import ToolPolicy
+from pytest_agentbench.sandbox.port import SandboxError, SandboxFactory
+from pytest_agentbench.tools.toolbox import ToolPolicy
 from tests.adversarial.test_diff_support import (  # noqa: F401 - fixtures
     Bench,
     diff_docker_factory,

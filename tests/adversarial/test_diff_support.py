@@ -20,14 +20,14 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.core.envcache import copy_tree
 from pytest_agentbench.core.events import EventSink
 from pytest_agentbench.core.gitops import APPLY_PATCH
-from pytest_agentbench.core.ports import Sandbox, SandboxError, SandboxFactory, SandboxSpec
 from pytest_agentbench.core.recording import RecordingToolbox
 from pytest_agentbench.core.rundir import AttemptPaths
-from pytest_agentbench.core.tools import Toolbox, ToolPolicy, ToolResult
+from pytest_agentbench.paths.trees import copy_tree
 from pytest_agentbench.sandbox.local import LocalSandboxFactory
+from pytest_agentbench.sandbox.port import Sandbox, SandboxError, SandboxFactory, SandboxSpec
+from pytest_agentbench.tools.toolbox import Toolbox, ToolPolicy, ToolResult
 
 TEST_LABEL = "agentbench.test"
 SESSION_LABEL = "agentbench.test_session"

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.core.ports import SandboxSpec
-from pytest_agentbench.core.tools import Toolbox, ToolPolicy, ToolResult
+from pytest_agentbench.sandbox.port import SandboxSpec
+from pytest_agentbench.tools.toolbox import Toolbox, ToolPolicy, ToolResult
 
 pytestmark = [pytest.mark.adversarial, pytest.mark.docker]
 

@@ -23,9 +23,9 @@ from typing import Any, TypeVar
 
 import pytest
 
-from pytest_agentbench.core.ports import SandboxSpec
-from pytest_agentbench.core.tools import Toolbox, ToolPolicy, ToolResult
 from pytest_agentbench.sandbox.local import LocalSandbox, LocalSandboxFactory
+from pytest_agentbench.sandbox.port import SandboxSpec
+from pytest_agentbench.tools.toolbox import Toolbox, ToolPolicy, ToolResult
 
 pytestmark = [pytest.mark.adversarial, pytest.mark.unit]
 
@@ -185,7 +185,7 @@ def test_item4_backtracking_forbidden_pattern_fails_closed(sandbox: LocalSandbox
 
 
 def test_item4_globs_match_like_before() -> None:
-    from pytest_agentbench.core.globs import matches_any
+    from pytest_agentbench.paths.globs import matches_any
 
     cases = [
         ("src/*.py", "src/a.py", True), ("src/*.py", "src/a/b.py", False),
@@ -216,7 +216,7 @@ def deep_tree(ws: Path) -> Iterator[Path]:
     yield ws / "d"
     # pytest's tmp_path cleanup (shutil.rmtree) recurses once per level too: remove it here
     try:
-        from pytest_agentbench.core.workspace import remove_tree
+        from pytest_agentbench.paths.host_files import remove_tree
     except ImportError:  # 4a9ba26
         import subprocess
 
@@ -242,7 +242,7 @@ def test_item4_deep_tree_and_symlink_loops_do_not_break_listings(
 
 def test_item4_listing_caps_entries_and_time(sandbox: LocalSandbox, ws: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_agentbench.core import workspace
+    from pytest_agentbench.paths import host_files as workspace
 
     for i in range(3000):
         (ws / f"f{i:04}.txt").write_text("")
@@ -279,7 +279,7 @@ def test_item4_huge_sparse_files_are_read_only_in_a_bounded_prefix(
 
 def test_item4_chown_tree_walks_a_deep_tree_with_fifos(ws: Path, deep_tree: Path) -> None:
     """The Docker adapter chowns the workspace before each sandbox, after the agent's too."""
-    from pytest_agentbench.core.workspace import chown_tree
+    from pytest_agentbench.paths.host_files import chown_tree
 
     os.mkfifo(ws / "p")
     os.symlink("/etc", ws / "etc-link")
@@ -300,7 +300,7 @@ def test_item4_whole_file_regex_scan_finds_exactly_the_lines_a_per_line_search_f
 
     import regex
 
-    from pytest_agentbench.core import tool_fs
+    from pytest_agentbench.tools import read_only as tool_fs
 
     rnd = random.Random(8)
     atoms = ["a", "b", " ", ".", r"\s", r"\S", r"\w", r"\W", r"\b", r"\B", "^", "$", "[ab]",

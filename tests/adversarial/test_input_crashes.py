@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_agentbench.spec.loader import TASK_FILE, discover
-from pytest_agentbench.variants import VariantError, load_variant
+from pytest_agentbench.agents.variants import VariantError, load_variant
+from pytest_agentbench.tasks.loader import TASK_FILE, discover
 from tests.unit.test_plugin_pytester import SUITE, Pack
 
 pytestmark = [pytest.mark.adversarial, pytest.mark.unit]

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_agentbench.spec.loader import MAX_PROBLEMS, LoadResult, discover
-from pytest_agentbench.variants import VariantError, load_variant
+from pytest_agentbench.agents.variants import VariantError, load_variant
+from pytest_agentbench.tasks.loader import MAX_PROBLEMS, LoadResult, discover
 
 pytestmark = [pytest.mark.adversarial, pytest.mark.unit]
 

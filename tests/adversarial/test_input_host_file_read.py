@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from pytest_agentbench.agents.builtin import OracleAgent, ScriptedAgent
-from pytest_agentbench.spec.loader import discover, load_task
+from pytest_agentbench.tasks.loader import discover, load_task
 from tests.unit.test_plugin_pytester import ORACLE_PATCH, SUITE, Pack
 
 pytestmark = [pytest.mark.adversarial, pytest.mark.unit]

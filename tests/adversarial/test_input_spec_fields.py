@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from pytest_agentbench.spec.task import AgentSpec, EnvironmentSpec, TaskSpec, ValidationSpec
+from pytest_agentbench.schemas.task import AgentSpec, EnvironmentSpec, TaskSpec, ValidationSpec
 
 pytestmark = [pytest.mark.adversarial, pytest.mark.unit]
 

@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
-from pytest_agentbench.spec.records import AttemptRecord
+from pytest_agentbench.schemas.records import AttemptRecord
 
 pytestmark = [pytest.mark.adversarial, pytest.mark.docker, pytest.mark.e2e]
 

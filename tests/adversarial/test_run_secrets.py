@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.llm.redaction import Redactor
+from pytest_agentbench.text.redaction import Redactor
 
 pytestmark = [pytest.mark.adversarial, pytest.mark.unit]
 
@@ -65,7 +65,7 @@ def test_ordinary_text_is_kept(text: str) -> None:
 
 
 def test_a_redactor_for_a_task_knows_the_bare_secrets_of_its_file() -> None:
-    from pytest_agentbench.spec.task import TaskSpec
+    from pytest_agentbench.schemas.task import TaskSpec
 
     spec = TaskSpec.model_validate({
         "task_spec_version": 1, "id": "t", "suite": "s",

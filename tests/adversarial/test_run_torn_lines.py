@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.core import rundir
-from pytest_agentbench.spec.records import AttemptRecord
+from pytest_agentbench.schemas.records import AttemptRecord
 
 pytestmark = [pytest.mark.adversarial, pytest.mark.unit]
 
@@ -146,7 +146,7 @@ import pytest
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session):
-    from pytest_agentbench.items import AB_KEY
+    from pytest_agentbench.plugin.items import AB_KEY
     ab = session.config.stash.get(AB_KEY, None)
     if ab is not None and ab.state is not None and not hasattr(session.config, "workerinput"):
         # a part that cannot be read: merging the events fails at session end

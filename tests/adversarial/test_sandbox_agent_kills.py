@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.core import ports
-from pytest_agentbench.core.ports import SandboxError
+from pytest_agentbench.sandbox import port as ports
+from pytest_agentbench.sandbox.port import SandboxError
 from tests.adversarial import test_sandbox_support as support
 from tests.adversarial.test_sandbox_support import MakeSandbox
 

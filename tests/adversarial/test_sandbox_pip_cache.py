@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.core.trial_config import TrialConfig, sandbox_spec
-from pytest_agentbench.spec.task import TaskSpec
+from pytest_agentbench.schemas.task import TaskSpec
 
 pytestmark = [pytest.mark.adversarial, pytest.mark.unit]
 

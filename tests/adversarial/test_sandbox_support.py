@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.core.ports import SandboxError, SandboxSpec
+from pytest_agentbench.sandbox.port import SandboxError, SandboxSpec
 
 TEST_LABEL = "agentbench.test"
 SESSION_LABEL = "agentbench.test_session"

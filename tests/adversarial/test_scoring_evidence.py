@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.core.agent_api import AgentOutcome
+from pytest_agentbench.agents.port import AgentOutcome
 from pytest_agentbench.core.evidence import EvidenceError, junit_id, parse, runs_pytest
-from pytest_agentbench.core.globs import matches_any
-from pytest_agentbench.core.ports import ExecResult, SandboxExited
 from pytest_agentbench.core.protection import Protection, protect, pytest_config_change
 from pytest_agentbench.core.scoring import HARNESS_KILL, Evidence, sandbox_exit, verdict
-from pytest_agentbench.core.workspace import HostFiles
+from pytest_agentbench.paths.globs import matches_any
+from pytest_agentbench.paths.host_files import HostFiles
+from pytest_agentbench.sandbox.port import ExecResult, SandboxExited
 
 pytestmark = [pytest.mark.adversarial, pytest.mark.unit]
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.core.ports import Sandbox, SandboxError, SandboxFactory, SandboxSpec
 from pytest_agentbench.sandbox.local import LocalSandboxFactory
+from pytest_agentbench.sandbox.port import Sandbox, SandboxError, SandboxFactory, SandboxSpec
 
 SESSION_LABEL = "agentbench.test_session"
 TEST_LABEL = "agentbench.test"

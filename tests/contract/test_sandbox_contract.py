@@ -19,7 +19,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from pytest_agentbench.core.ports import PathEscape, Sandbox, SandboxError, SandboxFactory
+from pytest_agentbench.paths.files import PathEscape
+from pytest_agentbench.sandbox.port import Sandbox, SandboxError, SandboxFactory
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -331,7 +332,7 @@ def test_sweep_removes_everything_it_created(make_sandbox: Callable[..., Sandbox
 OPEN_AND_WAIT = """
 import sys, time
 from pathlib import Path
-from pytest_agentbench.core.ports import SandboxSpec
+from pytest_agentbench.sandbox.port import SandboxSpec
 from pytest_agentbench.sandbox.docker import DockerSandboxFactory
 from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
 ws = Path(sys.argv[1]); ws.mkdir()

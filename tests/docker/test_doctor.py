@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from pytest_agentbench.doctor import run_doctor
+from pytest_agentbench.cli.doctor import run_doctor
 
 
 def daemon_answers() -> bool:
@@ -43,7 +43,7 @@ def test_doctor_without_a_daemon_says_so_in_one_line() -> None:
     env = {**os.environ, "DOCKER_HOST": "unix:///nonexistent.sock"}
     proc = subprocess.run(
         [sys.executable, "-c",
-         "from pytest_agentbench.doctor import run_doctor; raise SystemExit(run_doctor())"],
+         "from pytest_agentbench.cli.doctor import run_doctor; raise SystemExit(run_doctor())"],
         capture_output=True, text=True, env=env, timeout=120,
     )
     assert proc.returncode != 0

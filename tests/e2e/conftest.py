@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.spec.events import EventAdapter
-from pytest_agentbench.spec.records import AttemptRecord
+from pytest_agentbench.schemas.events import EventAdapter
+from pytest_agentbench.schemas.records import AttemptRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKPACKS = ROOT / "taskpacks"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.spec.records import AttemptRecord
+from pytest_agentbench.schemas.records import AttemptRecord
 from tests.fakes.openai_server import FakeOpenAIServer, Fault, json_in_content, tool_reply
 
 pytestmark = [pytest.mark.docker, pytest.mark.e2e]

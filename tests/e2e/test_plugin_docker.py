@@ -22,7 +22,7 @@ from typing import Any
 import docker
 import pytest
 
-from pytest_agentbench.hostenv import work_root
+from pytest_agentbench.run.hostenv import work_root
 from tests.e2e.conftest import (
     ALL_TASKS,
     FLAKY_TASK,

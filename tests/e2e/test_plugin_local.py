@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.hostenv import work_root
+from pytest_agentbench.run.hostenv import work_root
 from tests.e2e.conftest import (
     FLAKY_TASK,
     INVALID_TASK,

@@ -19,18 +19,14 @@ import pytest
 
 from pytest_agentbench.agents.llm_config import check_config, load_prompt
 from pytest_agentbench.agents.llm_v0 import LLMAgent, _Run
-from pytest_agentbench.core.agent_api import AgentContext, AgentError, AgentOutcome
+from pytest_agentbench.agents.port import AgentContext, AgentError, AgentOutcome
+from pytest_agentbench.agents.variants import load_variant
 from pytest_agentbench.core.events import EventSink
-from pytest_agentbench.core.tool_results import ErrorType, ToolResult
-from pytest_agentbench.llm import (
-    ModelConfigError,
-    OpenAICompatClient,
-    Redactor,
-    resolve_model_config,
-)
-from pytest_agentbench.spec.task import TaskSpec
-from pytest_agentbench.spec.taxonomy import Reason
-from pytest_agentbench.variants import load_variant
+from pytest_agentbench.llm import ModelConfigError, OpenAICompatClient, resolve_model_config
+from pytest_agentbench.schemas.task import TaskSpec
+from pytest_agentbench.schemas.taxonomy import Reason
+from pytest_agentbench.text.redaction import Redactor
+from pytest_agentbench.tools.results import ErrorType, ToolResult
 from tests.fakes.openai_server import (
     FakeOpenAIServer,
     Fault,
@@ -483,12 +479,12 @@ def test_harness_overhead_per_step(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 def test_solves_a_custom_dev_task_through_the_trial_and_replay_reproduces_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from pytest_agentbench.cli.replay import run_replay
     from pytest_agentbench.core.rundir import append_jsonl
     from pytest_agentbench.core.trial import Trial, TrialConfig
-    from pytest_agentbench.replay import run_replay
     from pytest_agentbench.repos.mirror import MirrorCache
     from pytest_agentbench.sandbox.local import LocalSandboxFactory
-    from pytest_agentbench.spec.loader import load_task
+    from pytest_agentbench.tasks.loader import load_task
 
     taskpacks = Path(__file__).resolve().parents[2] / "taskpacks"
     task = load_task(taskpacks / "custom-dev" / "fix-mean-off-by-one" / "task.yaml")

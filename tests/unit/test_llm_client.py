@@ -21,10 +21,10 @@ from pytest_agentbench.llm import (
     ModelClient,
     ModelConfigError,
     OpenAICompatClient,
-    Redactor,
     parse_fallback_tool_calls,
     resolve_model_config,
 )
+from pytest_agentbench.text.redaction import Redactor
 from tests.fakes.openai_server import (
     FakeOpenAIServer,
     Fault,

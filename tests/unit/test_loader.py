@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from pytest_agentbench import __version__
-from pytest_agentbench.spec.loader import (
+from pytest_agentbench.tasks.loader import (
     LoadedTask,
     TaskProblem,
     TaskSpecError,

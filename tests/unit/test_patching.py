@@ -1,4 +1,4 @@
-"""The strict unified-diff parser and all-or-nothing applier (core/patching.py)."""
+"""The strict unified-diff parser and all-or-nothing applier (tools/patching.py)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.core.patching import (
-    PatchError,
-    apply_patch,
-    parse_patch,
-)
-from pytest_agentbench.core.ports import PathEscape
-from pytest_agentbench.core.workspace import HostFiles
+from pytest_agentbench.paths.files import PathEscape
+from pytest_agentbench.paths.host_files import HostFiles
+from pytest_agentbench.tools.patching import PatchError, apply_patch, parse_patch
 
 pytestmark = pytest.mark.unit
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.hostenv import work_root
-from pytest_agentbench.spec.records import AttemptRecord
+from pytest_agentbench.run.hostenv import work_root
+from pytest_agentbench.schemas.records import AttemptRecord
 
 pytestmark = pytest.mark.unit
 
@@ -504,7 +504,7 @@ def test_resume_of_a_directory_that_is_no_run(pytester: pytest.Pytester, standar
 # --------------------------------------------------------------------------- third-party agents
 
 THIRD_PARTY_CONFTEST = '''
-from pytest_agentbench.core.agent_api import AgentOutcome
+from pytest_agentbench.agents.port import AgentOutcome
 
 
 class WriteGood:

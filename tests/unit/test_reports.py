@@ -19,7 +19,7 @@ from pytest_agentbench.reporting.load import ReportError, load_run, load_runs
 from pytest_agentbench.reporting.paired import PairingError, compare
 from pytest_agentbench.reporting.summary import SCOPE_COLUMNS, summarize, write_summary
 from pytest_agentbench.reporting.synthetic import make_record, synthetic_records, write_run
-from pytest_agentbench.spec.records import AttemptRecord
+from pytest_agentbench.schemas.records import AttemptRecord
 
 pytestmark = pytest.mark.unit
 

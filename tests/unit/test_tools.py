@@ -1,4 +1,4 @@
-"""The agent's tool box (core/tools.py) against a LocalSandbox over a temporary workspace."""
+"""The agent's tool box (tools/toolbox.py) against a LocalSandbox over a temporary workspace."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.core.ports import SandboxError, SandboxSpec
-from pytest_agentbench.core.tools import TOOL_SCHEMAS, Toolbox, ToolPolicy, ToolResult
 from pytest_agentbench.sandbox.local import LocalSandbox, LocalSandboxFactory
+from pytest_agentbench.sandbox.port import SandboxError, SandboxSpec
+from pytest_agentbench.tools.toolbox import TOOL_SCHEMAS, Toolbox, ToolPolicy, ToolResult
 
 pytestmark = pytest.mark.unit
 

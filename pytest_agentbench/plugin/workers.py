@@ -9,12 +9,12 @@ import pytest
 from pytest_agentbench.core.events import utc_now
 from pytest_agentbench.core.trial import attempt_id
 from pytest_agentbench.core.trial_record import limits_of
-from pytest_agentbench.spec.records import AttemptRecord, Result, Timestamps
-from pytest_agentbench.spec.taxonomy import Reason
+from pytest_agentbench.schemas.records import AttemptRecord, Result, Timestamps
+from pytest_agentbench.schemas.taxonomy import Reason
 from pytest_agentbench.version import harness_version
 
 if TYPE_CHECKING:
-    from pytest_agentbench.active import AgentbenchConfig
+    from pytest_agentbench.plugin.active import AgentbenchConfig
 
 
 def is_worker(config: pytest.Config) -> bool:

@@ -15,7 +15,7 @@ from typing import Any
 from pytest_agentbench.agents.builtin import NopAgent, OracleAgent
 from pytest_agentbench.core.trial import Trial, TrialConfig
 from pytest_agentbench.repos import MirrorCache
-from pytest_agentbench.spec.loader import load_task
+from pytest_agentbench.tasks.loader import load_task
 
 TASK_YAML = """task_spec_version: 1
 id: doctor-hello

@@ -24,10 +24,10 @@ from typing import Any
 import yaml
 
 from pytest_agentbench.agents.builtin import ScriptedAgent, load_script
-from pytest_agentbench.core.agent_api import AgentContext, AgentOutcome
+from pytest_agentbench.agents.port import AgentContext, AgentOutcome
 from pytest_agentbench.core.rundir import read_jsonl, write_json
-from pytest_agentbench.spec.loader import TASK_FILE, LoadedTask, TaskSpecError, load_task
-from pytest_agentbench.spec.taxonomy import Reason
+from pytest_agentbench.schemas.taxonomy import Reason
+from pytest_agentbench.tasks.loader import TASK_FILE, LoadedTask, TaskSpecError, load_task
 
 AGENT_VERDICTS = frozenset({Reason.AGENT_GAVE_UP, Reason.AGENT_STUCK, Reason.AGENT_NO_PROGRESS,
                             Reason.TOOL_ERROR, Reason.TIMEOUT})
@@ -174,9 +174,9 @@ class _ReplayAgent:
 def _run_trial(task: LoadedTask, record: dict[str, Any], script: Path, out: Path,
                args: argparse.Namespace) -> dict[str, Any]:
     from pytest_agentbench.core.trial import Trial, TrialConfig
-    from pytest_agentbench.hostenv import trial_defaults
-    from pytest_agentbench.llm.redaction import Redactor
     from pytest_agentbench.repos.mirror import MirrorCache
+    from pytest_agentbench.run.hostenv import trial_defaults
+    from pytest_agentbench.text.redaction import Redactor
     from pytest_agentbench.version import harness_version
 
     image = _image(args, record)

@@ -13,17 +13,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentbench.core.ports import SandboxError
-from pytest_agentbench.hostenv import env_cache, owner_uid, pip_cache_dir, work_root
-from pytest_agentbench.items import AB_KEY, TaskError, failure_text, is_error
-from pytest_agentbench.variants import agent_factories, make_agent
+from pytest_agentbench.agents.variants import agent_factories, make_agent
+from pytest_agentbench.plugin.items import AB_KEY, TaskError, failure_text, is_error
+from pytest_agentbench.plugin.workers import worker_id
+from pytest_agentbench.run.hostenv import env_cache, owner_uid, pip_cache_dir, work_root
+from pytest_agentbench.sandbox.port import SandboxError
 from pytest_agentbench.version import harness_version
-from pytest_agentbench.xdist_glue import worker_id
 
 if TYPE_CHECKING:
-    from pytest_agentbench.active import AgentbenchConfig
-    from pytest_agentbench.core.ports import SandboxFactory
+    from pytest_agentbench.plugin.active import AgentbenchConfig
     from pytest_agentbench.repos.mirror import MirrorCache
+    from pytest_agentbench.sandbox.port import SandboxFactory
 
 
 @pytest.fixture(scope="session")

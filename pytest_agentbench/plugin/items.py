@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentbench.spec.loader import TASK_FILE, LoadedTask, TaskProblem
-from pytest_agentbench.spec.taxonomy import blame
+from pytest_agentbench.schemas.taxonomy import blame
+from pytest_agentbench.tasks.loader import TASK_FILE, LoadedTask, TaskProblem
 
 if TYPE_CHECKING:
-    from pytest_agentbench.active import AgentbenchConfig
+    from pytest_agentbench.plugin.active import AgentbenchConfig
 
 
 class AgentFailure(Exception):

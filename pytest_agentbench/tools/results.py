@@ -12,7 +12,7 @@ from typing import Any
 
 import regex as pyregex
 
-from pytest_agentbench.core.globs import matches_any
+from pytest_agentbench.paths.globs import matches_any
 
 ALWAYS_READONLY = (".git", ".git/**")
 FORBIDDEN_MATCH_SECONDS = 1.0  # a forbidden pattern that takes longer on a command refuses it
@@ -34,7 +34,7 @@ class ErrorType(StrEnum):
 
 @dataclass
 class ToolPolicy:
-    """What the agent's tools may do. Globs are workspace-relative with `**` (core/globs.py);
+    """What the agent's tools may do. Globs are workspace-relative with `**` (paths/globs.py);
     `forbidden_commands` are regexes searched in `run` commands (Python syntax, matched by the
     `regex` module with a timeout: a pattern that backtracks for too long on the agent's command
     counts as a match, so the command is refused). `.git` is always read-only."""

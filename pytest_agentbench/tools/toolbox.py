@@ -15,19 +15,20 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pytest_agentbench.core import tool_fs
-from pytest_agentbench.core.globs import GlobError, matches_any
-from pytest_agentbench.core.output import truncate
-from pytest_agentbench.core.patching import PatchError, normalize_path, plan_patch
-from pytest_agentbench.core.ports import PathEscape, Sandbox, SandboxError
-from pytest_agentbench.core.tool_results import ErrorType, ToolPolicy, ToolResult
-from pytest_agentbench.core.tool_schemas import (
+from pytest_agentbench.paths.files import PathEscape
+from pytest_agentbench.paths.globs import GlobError, matches_any
+from pytest_agentbench.paths.host_files import FileTooLarge, NotRegularFile, host_deadline
+from pytest_agentbench.sandbox.port import Sandbox, SandboxError
+from pytest_agentbench.text.truncation import truncate
+from pytest_agentbench.tools import read_only as tool_fs
+from pytest_agentbench.tools.patching import PatchError, normalize_path, plan_patch
+from pytest_agentbench.tools.results import ErrorType, ToolPolicy, ToolResult
+from pytest_agentbench.tools.schemas import (
     TOOL_SCHEMAS,
     WRITE_TOOLS,
     ArgumentError,
     check_arguments,
 )
-from pytest_agentbench.core.workspace import FileTooLarge, NotRegularFile, host_deadline
 
 __all__ = ["TOOL_SCHEMAS", "ErrorType", "EventCallback", "ToolPolicy", "ToolResult", "Toolbox"]
 

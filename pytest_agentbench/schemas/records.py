@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pytest_agentbench.spec.taxonomy import Reason
+from pytest_agentbench.schemas.taxonomy import Reason
 
 RECORD_VERSION: Literal[1] = 1
 

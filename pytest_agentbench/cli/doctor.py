@@ -38,8 +38,8 @@ def cache_root() -> Path:
 
 def run_doctor(build: bool = True, write: Callable[[str], None] | None = None) -> int:
     report = Report(write or (lambda line: print(line, flush=True)))
-    from pytest_agentbench.core.ports import SandboxError
     from pytest_agentbench.sandbox.docker import DockerSandboxFactory, docker_host
+    from pytest_agentbench.sandbox.port import SandboxError
 
     factory = DockerSandboxFactory(_client_or_none())
     try:
@@ -59,7 +59,7 @@ def run_doctor(build: bool = True, write: Callable[[str], None] | None = None) -
 
 
 def _check_hello_task(report: Report, factory: Any, image: str) -> None:
-    from pytest_agentbench.doctor_task import hello_task
+    from pytest_agentbench.cli.doctor_task import hello_task
 
     try:
         ok, detail = hello_task(factory, image, 1000 if os.geteuid() == 0 else None)
@@ -114,7 +114,7 @@ def _check_disk(report: Report, docker_root: str | None) -> None:
 
 
 def _check_sandbox(report: Report, factory: Any, image: str) -> None:
-    from pytest_agentbench.core.ports import SandboxError, SandboxSpec
+    from pytest_agentbench.sandbox.port import SandboxError, SandboxSpec
 
     with tempfile.TemporaryDirectory(prefix="agentbench-doctor-") as tmp:
         workspace = Path(tmp) / "workspace"

@@ -25,8 +25,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from pytest_agentbench.core.globs import matches_any
-from pytest_agentbench.core.ports import PathEscape
+from pytest_agentbench.paths.files import PathEscape
+from pytest_agentbench.paths.globs import matches_any
 
 SKIP_DIRS = frozenset({".git"})
 LIST_MAX_ENTRIES = 200_000  # directory entries one listing looks at, at most

@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from pytest_agentbench.agents.builtin import BUILTIN_AGENTS
-from pytest_agentbench.spec.loader import (
+from pytest_agentbench.tasks.loader import (
     MAX_TASK_FILE_BYTES,
     UnsafeFileError,
     parse_yaml,
@@ -34,7 +34,7 @@ from pytest_agentbench.spec.loader import (
     text_problems,
     yaml_message,
 )
-from pytest_agentbench.spec.problems import show
+from pytest_agentbench.tasks.problems import show
 
 ENTRY_POINT_GROUP = "pytest_agentbench.agents"
 VARIANT_KEYS = {"name", "agent", "params", "model", "budgets", "description"}

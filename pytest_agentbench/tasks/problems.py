@@ -15,7 +15,7 @@ from typing import Any, get_args
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from pytest_agentbench.spec.task import TASK_SPEC_VERSION, TaskSpec
+from pytest_agentbench.schemas.task import TASK_SPEC_VERSION, TaskSpec
 
 
 def field_messages(exc: ValidationError) -> list[tuple[str, str]]:

@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench import __version__
 from pytest_agentbench.core.rundir import append_jsonl, read_jsonl, repair_jsonl, write_json
-from pytest_agentbench.hostenv import work_root
+from pytest_agentbench.run.hostenv import work_root
 from pytest_agentbench.version import harness_version
 
 if TYPE_CHECKING:
-    from pytest_agentbench.llm.redaction import Redactor
+    from pytest_agentbench.text.redaction import Redactor
 
 RedactRecord = Callable[[dict[str, Any]], dict[str, Any]]
 

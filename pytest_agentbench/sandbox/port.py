@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from pytest_agentbench.paths.files import Files
+
 Phase = Literal["setup", "agent"]
 
 
@@ -96,19 +98,6 @@ class SandboxSpec:
     disk_limit_mb: int | None = None  # size limit of `workspace`; see SandboxFactory.provision
 
 
-class PathEscape(Exception):
-    """A path leaves the workspace (`..`, absolute, or a symlink pointing outside)."""
-
-
-class Files(Protocol):
-    """File access confined to the workspace. Paths are relative to the workspace root; no
-    component may be a symlink that leaves it. Implemented in core/workspace.py (host side)."""
-
-    def read_bytes(self, path: str, max_bytes: int | None = None) -> bytes: ...
-    def write_bytes(self, path: str, data: bytes) -> None: ...
-    def remove(self, path: str) -> None: ...
-    def exists(self, path: str) -> bool: ...
-    def list(self, root: str = ".", glob: str | None = None, limit: int = 1000) -> list[str]: ...
 
 
 class Sandbox(Protocol):

@@ -22,8 +22,7 @@ import yaml
 from pydantic import ValidationError
 
 from pytest_agentbench import __version__
-from pytest_agentbench.spec.problems import field_messages, one_line, show
-from pytest_agentbench.spec.task import (
+from pytest_agentbench.schemas.task import (
     MAX_PATH,
     TASK_SPEC_VERSION,
     OracleSpec,
@@ -32,6 +31,7 @@ from pytest_agentbench.spec.task import (
     repo_url_problem,
     version_tuple,
 )
+from pytest_agentbench.tasks.problems import field_messages, one_line, show
 
 TASK_FILE = "task.yaml"
 MAX_TASK_FILE_BYTES = 1 << 20  # a task.yaml or a variant YAML

@@ -1,15 +1,15 @@
 """The pytest entry point (`pytest11`): options, markers and hookspecs, and nothing else until a
 run is asked for with `--agentbench-suite` or `--agentbench-resume`. Only then are the active
-hooks (active.py) and the fixtures (fixtures.py) registered, so an inert session does not pay
-for importing the harness.
+hooks (plugin/active.py) and the fixtures (plugin/fixtures.py) registered, so an inert session
+does not pay for importing the harness.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_agentbench import hookspecs
-from pytest_agentbench.options import add_options
+from pytest_agentbench.plugin import hookspecs
+from pytest_agentbench.plugin.options import add_options
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -30,7 +30,7 @@ def pytest_configure(config: pytest.Config) -> None:
     suites = config.getoption("agentbench_suite") or []
     if not suites and not config.getoption("agentbench_resume"):
         return
-    from pytest_agentbench import active, fixtures
+    from pytest_agentbench.plugin import active, fixtures
 
     config.pluginmanager.register(fixtures, "agentbench-fixtures")
     config.pluginmanager.register(active, "agentbench-active")

@@ -4,8 +4,8 @@ They raise PathEscape / FileNotFoundError / IsADirectoryError / NotRegularFile /
 Toolbox to map to error types; everything else they report in the ToolResult they return.
 
 Everything here runs on the host over data the agent controls, so everything is bounded: listings
-by entry count, depth and the call's deadline (core/workspace.py), globs by a linear-time matcher
-(core/globs.py), and search by a file-count cap, the call's deadline (`tool_timeout_sec`) and, for
+by entry count, depth and the call's deadline (paths/host_files.py), globs by a linear-time matcher
+(paths/globs.py), and search by a file-count cap, the call's deadline (`tool_timeout_sec`) and, for
 regexes, the `regex` module's timeout on every match, so a backtracking pattern stops with a
 TIMEOUT error instead of burning the host's CPU. A cut result says what was cut.
 """
@@ -19,12 +19,13 @@ from typing import Any, cast
 
 import regex as pyregex
 
-from pytest_agentbench.core.globs import matches_any
-from pytest_agentbench.core.output import count_lines, truncate
-from pytest_agentbench.core.patch_parse import normalize_path
-from pytest_agentbench.core.ports import Files, PathEscape, SandboxError
-from pytest_agentbench.core.tool_results import ErrorType, ToolPolicy, ToolResult
-from pytest_agentbench.core.workspace import Listing, current_deadline
+from pytest_agentbench.paths.files import Files, PathEscape
+from pytest_agentbench.paths.globs import matches_any
+from pytest_agentbench.paths.host_files import Listing, current_deadline
+from pytest_agentbench.sandbox.port import SandboxError
+from pytest_agentbench.text.truncation import count_lines, truncate
+from pytest_agentbench.tools.patch_parse import normalize_path
+from pytest_agentbench.tools.results import ErrorType, ToolPolicy, ToolResult
 
 READ_HARD_LIMIT = 32 * 1024 * 1024  # read_file refuses files larger than this outright
 SEARCH_MAX_FILE_BYTES = 2 * 1024 * 1024  # search skips files larger than this

@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pytest_agentbench.spec.records import ModelInfo, Usage
-from pytest_agentbench.spec.task import TaskSpec
-from pytest_agentbench.spec.taxonomy import Reason
+from pytest_agentbench.schemas.records import ModelInfo, Usage
+from pytest_agentbench.schemas.task import TaskSpec
+from pytest_agentbench.schemas.taxonomy import Reason
 
 if TYPE_CHECKING:
     from pytest_agentbench.core.events import EventSink
-    from pytest_agentbench.core.tools import Toolbox
+    from pytest_agentbench.tools.toolbox import Toolbox
 
 
 @dataclass

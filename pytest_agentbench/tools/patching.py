@@ -13,8 +13,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pytest_agentbench.core.patch_context import describe_mismatch, nearest_context
-from pytest_agentbench.core.patch_parse import (
+from pytest_agentbench.paths.files import Files
+from pytest_agentbench.tools.patch_context import describe_mismatch, nearest_context
+from pytest_agentbench.tools.patch_parse import (
     FilePatch,
     Hunk,
     HunkLine,
@@ -22,7 +23,6 @@ from pytest_agentbench.core.patch_parse import (
     normalize_path,
     parse_patch,
 )
-from pytest_agentbench.core.ports import Files
 
 __all__ = [
     "DEFAULT_MAX_OFFSET",

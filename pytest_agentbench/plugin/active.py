@@ -1,5 +1,6 @@
-"""The active half of the plugin: registered by plugin.py only when an agentbench run was asked
-for, so that an inert pytest session pays nothing for it. Collection of task.yaml files, xdist
+"""The active half of the plugin: registered by plugin/entry.py only when an agentbench run
+was asked for, so that an inert pytest session pays nothing for it. Collection of task.yaml
+files, xdist
 plumbing, the one writer of attempts.jsonl, the run's end.
 
 The run's end is a list of independent steps (merge events, remove work dirs, sweep containers,
@@ -16,10 +17,26 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.hostenv import resolve_ca_bundle
-from pytest_agentbench.items import AB_KEY, SHORT_FAILURES, TaskFile, collect_task_directory
-from pytest_agentbench.llm.redaction import Redactor
-from pytest_agentbench.session import (
+from pytest_agentbench.agents.variants import (
+    Variant,
+    VariantError,
+    agent_factories,
+    load_variant,
+)
+from pytest_agentbench.plugin.items import (
+    AB_KEY,
+    SHORT_FAILURES,
+    TaskFile,
+    collect_task_directory,
+)
+from pytest_agentbench.plugin.workers import (
+    crash_record,
+    is_worker,
+    signal_workers,
+    unhandled_reports,
+)
+from pytest_agentbench.run.hostenv import resolve_ca_bundle
+from pytest_agentbench.run.state import (
     OutDirError,
     ResumeError,
     RunState,
@@ -32,14 +49,8 @@ from pytest_agentbench.session import (
     start_run,
     uninterrupted,
 )
-from pytest_agentbench.spec.loader import LoadedTask, TaskProblem, discover
-from pytest_agentbench.variants import Variant, VariantError, agent_factories, load_variant
-from pytest_agentbench.xdist_glue import (
-    crash_record,
-    is_worker,
-    signal_workers,
-    unhandled_reports,
-)
+from pytest_agentbench.tasks.loader import LoadedTask, TaskProblem, discover
+from pytest_agentbench.text.redaction import Redactor
 
 
 @dataclass
