@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import os
+import re
 import subprocess
 import sys
 from collections import defaultdict
@@ -116,10 +118,16 @@ def pulled(module: str) -> list[str]:
 
 TRACER = """
 import sys, threading, pytest
-FILES = set()
+FILES = {}
 def _profile(frame, event, arg):
-    if event == "call" and "/pytest_agentbench/" in frame.f_code.co_filename:
-        FILES.add(frame.f_code.co_filename.split("/pytest_agentbench/", 1)[1])
+    if (event == "call" and "/pytest_agentbench/" in frame.f_code.co_filename
+            and frame.f_code.co_name != "<module>"):
+        depth, f = 0, frame
+        while f is not None:
+            depth += "/pytest_agentbench/" in f.f_code.co_filename
+            f = f.f_back
+        name = frame.f_code.co_filename.split("/pytest_agentbench/", 1)[1]
+        FILES[name] = min(depth, FILES.get(name, depth))
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     sys.setprofile(_profile); threading.setprofile(_profile)
@@ -130,26 +138,28 @@ def pytest_runtest_protocol(item, nextitem):
 def pytest_unconfigure(config):
     import os; out = os.path.join(os.path.dirname(config.getoption("--basetemp")), "traced.json")
     with open(out, "w") as f:
-        import json; json.dump(sorted(FILES), f)
+        import json; json.dump(FILES, f)
 """
 
 
-def traced(task: str) -> list[str]:
+def traced(task: str) -> dict[str, int]:
     """Package files whose code runs while pytest runs one local oracle attempt (item setup,
     call, teardown and the controller's recording of it; no session start or end)."""
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "attempt_tracer.py").write_text(TRACER)
-        cmd = [sys.executable, "-m", "pytest", "-p", "attempt_tracer", "-p", "no:xdist",
+        entry = re.search(r'agentbench = "([\w.]+)"', (ROOT / "pyproject.toml").read_text())
+        assert entry, "no pytest11 entry point in pyproject.toml"
+        cmd = [sys.executable, "-m", "pytest", "-p", "attempt_tracer", "-p", entry.group(1),
                "-p", "no:cacheprovider", "--agentbench-suite", "custom-dev",
                "--agentbench-sandbox", "local", "--agentbench-variant", "oracle",
                "--agentbench-out", f"{tmp}/out", f"--basetemp={tmp}/bt", "-k", task, "-q"]
-        env = {**__import__("os").environ, "PYTHONPATH": tmp}
+        env = {**os.environ, "PYTHONPATH": tmp, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
         done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
         if not (Path(tmp) / "traced.json").exists():
             raise SystemExit(done.stdout[-3000:] + done.stderr[-3000:])
-        return list(json.loads((Path(tmp) / "traced.json").read_text()))
+        return dict(json.loads((Path(tmp) / "traced.json").read_text()))
 
 
 def main() -> None:
@@ -164,9 +174,14 @@ def main() -> None:
         return
     if args.trace:
         files = traced(args.trace)
-        print(f"one local oracle attempt of {args.trace} runs code in {len(files)} package files")
-        for name in files:
-            print("  " + name)
+        rooms = {name.rpartition("/")[0] or "." for name in files}
+        print(f"one local oracle attempt of {args.trace} runs code in {len(files)} package files"
+              f" in {len(rooms)} folders")
+        for depth in (2, 3, 4, 6):
+            near = sum(1 for d in files.values() if d <= depth)
+            print(f"  {near} files reached within {depth} package call levels of the item")
+        for name, depth in sorted(files.items(), key=lambda kv: (kv[1], kv[0])):
+            print(f"  {depth:3d}  {name}")
         return
     if args.pulled:
         loaded = pulled(args.pulled)
