@@ -1,0 +1,148 @@
+"""The one place an attempt is assembled: `SharedAttemptConfig` (what every attempt of a run
+shares) plus `AttemptFactory` (one task attempt -> a ready `Trial`, or its redacted record), and
+`sandbox_factory(kind)`, the one docker/local choice.
+
+Every entry point goes through here, and passes:
+
+- the pytest plugin (`plugin/fixtures.py`): the run's id, directory and session token, the
+  variant and its config hash, the checked runner image, the worker id and its event file
+  (`worker_events_path`), the command-line options (full logs, keep workspace, CA bundle, env
+  cache), the variant's agent parameters and the run's redactor (every task's secrets); per
+  attempt the task, its index, the run's attempt count and the quarantine reason;
+- `agentbench replay`: a `replay-<stamp>` run in `RUN_DIR/replays/...`, the recorded variant
+  hash and attempt index, the current runner image, an event file of its own and no redactor
+  (each attempt then gets `Redactor.for_task`);
+- `agentbench validate-tasks --run` and `agentbench doctor`: a throwaway run per agent (oracle,
+  nop) through `run/validation.py`, no event file, no redactor.
+
+Redaction: an attempt is redacted with `shared.redactor` when given (the plugin's covers every
+task of the run), else with `Redactor.for_task(task.spec)`; either way the task's own secrets
+(repo.url credentials, `artifacts.redact`, secret `$NAME`s its commands use) are covered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_agentbench.agents.port import Agent
+from pytest_agentbench.core.envcache import EnvCache
+from pytest_agentbench.core.trial import Trial
+from pytest_agentbench.core.trial_config import TrialConfig
+from pytest_agentbench.repos import MirrorCache
+from pytest_agentbench.sandbox.port import SandboxFactory
+from pytest_agentbench.tasks.loader import LoadedTask
+from pytest_agentbench.text.redaction import Redactor
+from pytest_agentbench.version import harness_version
+
+
+@dataclass(frozen=True)
+class SharedAttemptConfig:
+    """What every attempt of one run (one worker, one variant) has in common."""
+
+    run_id: str
+    run_dir: Path
+    work_root: Path  # per-attempt checkouts live under it while they run
+    variant: str  # the variant's name, part of every attempt id
+    variant_config_hash: str
+    image: str = "local"  # the runner image's name ("local" for the local sandbox)
+    image_id: str | None = None
+    image_digest: str | None = None
+    session: str = ""  # the pytest session's token: a resumed attempt gets a new attempt id
+    worker: str = "master"
+    events_path: Path | None = None  # where the attempts' events go; None: nowhere
+    full_logs: bool = False
+    keep_workspace: bool = False  # keep every workspace (a task may ask for its own, too)
+    ca_bundle: Path | None = None  # mounted into networked setup sandboxes
+    pip_cache: Path | None = None  # root of the per-task pip caches
+    env_cache: EnvCache | None = None  # post-setup snapshots; None: always run setup
+    owner_uid: int | None = None  # who gets the workspace (the sandbox user under a root harness)
+    redactor: Redactor | None = None  # None: each attempt gets Redactor.for_task(its spec)
+    agent_params: Mapping[str, Any] = field(default_factory=dict)
+    harness_version: str = field(default_factory=harness_version)
+
+
+def worker_events_path(run_dir: Path, session: str, worker: str) -> Path:
+    """A plugin worker's event file; the controller merges `events/*.jsonl` at the run's end."""
+    return run_dir / "events" / f"{session}-{worker}.jsonl"
+
+
+def sandbox_factory(kind: str) -> SandboxFactory:
+    """The sandbox adapter for `--sandbox docker|local` (imported only when chosen)."""
+    if kind == "local":
+        from pytest_agentbench.sandbox.local import LocalSandboxFactory
+
+        return LocalSandboxFactory()
+    if kind != "docker":
+        raise ValueError(f"unknown sandbox kind {kind!r} (expected docker or local)")
+    from pytest_agentbench.sandbox.docker import DockerSandboxFactory
+
+    return DockerSandboxFactory()
+
+
+class AttemptFactory:
+    """Attempts of one run: `trial(...)` assembles a ready `Trial` (a fresh agent from `agent`
+    each time), `run(...)` runs it and returns its record as a redacted JSON dict."""
+
+    def __init__(
+        self,
+        shared: SharedAttemptConfig,
+        sandboxes: SandboxFactory,
+        mirrors: MirrorCache,
+        agent: Callable[[], Agent],
+    ) -> None:
+        self.shared, self.sandboxes, self.mirrors, self.make_agent = (
+            shared, sandboxes, mirrors, agent)
+
+    def redactor(self, task: LoadedTask) -> Redactor:
+        return self.shared.redactor or Redactor.for_task(task.spec)
+
+    def config(
+        self,
+        task: LoadedTask,
+        index: int = 0,
+        attempts: int = 1,
+        quarantined: str | None = None,
+        keep_workspace: bool | None = None,
+    ) -> TrialConfig:
+        """The attempt's TrialConfig. `attempts` > 1 gives each its own `attempt-N` directory;
+        `keep_workspace` None keeps it when the run or the task asks for it."""
+        s, redactor = self.shared, self.redactor(task)
+        if keep_workspace is None:
+            keep_workspace = s.keep_workspace or task.spec.artifacts.keep_workspace
+        return TrialConfig(
+            run_id=s.run_id, run_dir=s.run_dir, work_root=s.work_root, session=s.session,
+            variant=s.variant, variant_config_hash=s.variant_config_hash,
+            image=s.image, image_id=s.image_id, image_digest=s.image_digest,
+            harness_version=s.harness_version,
+            attempt_index=index, attempt_label=f"attempt-{index + 1}" if attempts > 1 else None,
+            worker=s.worker, full_logs=s.full_logs, keep_workspace=keep_workspace,
+            ca_bundle=s.ca_bundle, pip_cache=s.pip_cache, owner_uid=s.owner_uid,
+            events_path=s.events_path, redact=redactor.redact, redact_obj=redactor.redact_obj,
+            agent_params=dict(s.agent_params), quarantined=quarantined, env_cache=s.env_cache,
+        )
+
+    def trial(
+        self,
+        task: LoadedTask,
+        index: int = 0,
+        attempts: int = 1,
+        quarantined: str | None = None,
+        keep_workspace: bool | None = None,
+    ) -> Trial:
+        cfg = self.config(task, index, attempts, quarantined, keep_workspace)
+        return Trial(task, cfg, self.sandboxes, self.mirrors, self.make_agent())
+
+    def run(
+        self,
+        task: LoadedTask,
+        index: int = 0,
+        attempts: int = 1,
+        quarantined: str | None = None,
+        keep_workspace: bool | None = None,
+    ) -> dict[str, Any]:
+        """Run the attempt; its record redacted (identity fields kept) before anyone sees it."""
+        record = self.trial(task, index, attempts, quarantined, keep_workspace).run()
+        return self.redactor(task).redact_record(record.to_json_dict())
