@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.paths.files import PathEscape
-from pytest_agentbench.paths.host_files import Walk, WalkEntry, open_regular, read_fd
+from pytest_agentbench.paths.regular_files import open_regular, read_fd
+from pytest_agentbench.paths.walk import Walk, WalkEntry
 
 KEEP_MAX_BYTES = 1024 * 1024 * 1024  # file content kept per workspace
 KEEP_MAX_ENTRIES = 200_000

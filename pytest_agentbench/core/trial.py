@@ -32,8 +32,8 @@ from pytest_agentbench.core.rundir import AttemptPaths, write_json
 from pytest_agentbench.core.scoring import Evidence, sandbox_exit, verdict
 from pytest_agentbench.core.trial_config import TrialConfig, attempt_id, sandbox_spec
 from pytest_agentbench.core.trial_record import build_record
-from pytest_agentbench.paths.host_files import HostFiles, remove_tree
-from pytest_agentbench.paths.trees import copy_tree
+from pytest_agentbench.paths.host_files import HostFiles
+from pytest_agentbench.paths.trees import copy_tree, remove_tree
 from pytest_agentbench.repos import MirrorCache, RepoError, resolve_source
 from pytest_agentbench.sandbox.port import (
     ExecResult,

@@ -1,12 +1,127 @@
-"""Whole-directory operations on the host."""
+"""Whole-directory operations on the host: copy, remove and chown a tree.
+
+Remove and chown never follow a symlink (a link in a repository or one the agent made may point
+anywhere on the host) and walk iteratively through directory descriptors, so no depth the agent
+can make breaks them.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import stat
 import subprocess
 from pathlib import Path
+
+from pytest_agentbench.paths.regular_files import CLOEXEC, DIR_FLAGS
+from pytest_agentbench.paths.walk import Walk
 
 
 def copy_tree(src: Path, dst: Path) -> None:
     """cp -a keeps owners, modes and symlinks (the sandbox user owns these files)."""
     dst.mkdir(parents=True, exist_ok=True)
     subprocess.run(["cp", "-a", f"{src}/.", str(dst)], check=True, capture_output=True)
+
+
+def remove_tree(path: Path) -> list[str]:
+    """Delete `path` and everything below it without following a symlink, iteratively: no
+    recursion limit (shutil.rmtree raises RecursionError past ~1000 levels, which
+    ignore_errors does not cover), no PATH_MAX, one directory descriptor open at a time. FIFOs,
+    sockets and the rest are unlinked, never opened. Never raises: returns the entries it could
+    not remove (relative to `path`)."""
+    failed: list[str] = []
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return failed
+    except OSError as exc:
+        return [f".: {exc}"]
+    if not stat.S_ISDIR(os.lstat(path).st_mode):
+        try:
+            os.unlink(path)
+        except OSError as exc:
+            failed.append(f".: {exc}")
+        return failed
+    names: list[str] = []  # the directories descended into, below `path`
+    stuck: set[str] = set()  # relative paths that would not go
+    try:
+        cur = os.open(path, DIR_FLAGS)
+    except OSError as exc:
+        return [f".: {exc}"]
+    try:
+        while True:
+            prefix = "/".join(names) + "/" if names else ""
+            subdir = None
+            with os.scandir(cur) as it:
+                entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+            for name, is_dir in entries:
+                if prefix + name in stuck:
+                    continue
+                if is_dir:
+                    subdir = subdir or name
+                    continue
+                try:
+                    os.unlink(name, dir_fd=cur)
+                except FileNotFoundError:
+                    pass
+                except OSError as exc:
+                    stuck.add(prefix + name)
+                    failed.append(f"{prefix}{name}: {exc.strerror}")
+            if subdir is not None:
+                try:
+                    child = os.open(subdir, DIR_FLAGS, dir_fd=cur)
+                except OSError as exc:
+                    stuck.add(prefix + subdir)
+                    failed.append(f"{prefix}{subdir}: {exc.strerror}")
+                    continue
+                os.close(cur)
+                cur = child
+                names.append(subdir)
+                continue
+            if not names:
+                break
+            done = names.pop()
+            parent = os.open("..", DIR_FLAGS, dir_fd=cur)
+            os.close(cur)
+            cur = parent
+            try:
+                os.rmdir(done, dir_fd=cur)
+            except OSError as exc:
+                rel = "/".join([*names, done])
+                stuck.add(rel)
+                failed.append(f"{rel}: {exc.strerror}")
+    except OSError as exc:
+        failed.append(f"{'/'.join(names) or '.'}: {exc}")
+        return failed
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(cur)
+    try:
+        os.rmdir(path)
+    except OSError as exc:
+        failed.append(f".: {exc.strerror}")
+    return failed
+
+
+CHOWN_MAX_DEPTH = 512  # deeper entries were made by the sandbox's user anyway
+
+
+def chown_tree(root: Path, uid: int, gid: int) -> None:
+    """Give a tree to uid:gid without following symlinks (a link in a repo may point anywhere
+    on the host); entries already owned right are only stat-ed, so repeat calls are cheap.
+    Iterative through directory descriptors (os.walk recursed once per level, and the agent
+    can nest directories thousands deep); stops descending at CHOWN_MAX_DEPTH levels."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != uid or st.st_gid != gid:
+            os.fchown(fd, uid, gid)
+        for entry in Walk(fd, max_entries=2**62, max_depth=CHOWN_MAX_DEPTH):
+            try:
+                st = os.stat(entry.name, dir_fd=entry.dir_fd, follow_symlinks=False)
+                if st.st_uid != uid or st.st_gid != gid:
+                    os.chown(entry.name, uid, gid, dir_fd=entry.dir_fd, follow_symlinks=False)
+            except FileNotFoundError:  # gone meanwhile
+                continue
+    finally:
+        os.close(fd)

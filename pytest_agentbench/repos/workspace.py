@@ -12,7 +12,7 @@ import re
 import shutil
 from pathlib import Path
 
-from pytest_agentbench.paths.host_files import chown_tree
+from pytest_agentbench.paths.trees import chown_tree
 from pytest_agentbench.repos.gitcmd import RepoError, run_git
 
 GIT_USER = ("agentbench", "agentbench@localhost")

@@ -33,7 +33,8 @@ import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 
 from pytest_agentbench.paths.files import Files
-from pytest_agentbench.paths.host_files import HostFiles, chown_tree
+from pytest_agentbench.paths.host_files import HostFiles
+from pytest_agentbench.paths.trees import chown_tree
 from pytest_agentbench.sandbox import disk, local
 from pytest_agentbench.sandbox import docker_policy as policy
 from pytest_agentbench.sandbox.disk import DiskGuard

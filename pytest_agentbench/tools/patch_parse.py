@@ -12,8 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pytest_agentbench.paths.files import PathEscape
-from pytest_agentbench.paths.host_files import fold_parts
+from pytest_agentbench.paths.files import PathEscape, fold_parts
 
 DEV_NULL = "/dev/null"
 HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$")

@@ -4,7 +4,7 @@ They raise PathEscape / FileNotFoundError / IsADirectoryError / NotRegularFile /
 Toolbox to map to error types; everything else they report in the ToolResult they return.
 
 Everything here runs on the host over data the agent controls, so everything is bounded: listings
-by entry count, depth and the call's deadline (paths/host_files.py), globs by a linear-time matcher
+by entry count, depth and the call's deadline (paths/walk.py), globs by a linear-time matcher
 (paths/globs.py), and search by a file-count cap, the call's deadline (`tool_timeout_sec`) and, for
 regexes, the `regex` module's timeout on every match, so a backtracking pattern stops with a
 TIMEOUT error instead of burning the host's CPU. A cut result says what was cut.
@@ -19,9 +19,10 @@ from typing import Any, cast
 
 import regex as pyregex
 
+from pytest_agentbench.paths.deadline import current_deadline
 from pytest_agentbench.paths.files import Files, PathEscape
 from pytest_agentbench.paths.globs import matches_any
-from pytest_agentbench.paths.host_files import Listing, current_deadline
+from pytest_agentbench.paths.walk import Listing
 from pytest_agentbench.sandbox.port import SandboxError
 from pytest_agentbench.text.truncation import count_lines, truncate
 from pytest_agentbench.tools.patch_parse import normalize_path

@@ -15,9 +15,10 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pytest_agentbench.paths.deadline import host_deadline
 from pytest_agentbench.paths.files import PathEscape
 from pytest_agentbench.paths.globs import GlobError, matches_any
-from pytest_agentbench.paths.host_files import FileTooLarge, NotRegularFile, host_deadline
+from pytest_agentbench.paths.regular_files import FileTooLarge, NotRegularFile
 from pytest_agentbench.sandbox.port import Sandbox, SandboxError
 from pytest_agentbench.text.truncation import truncate
 from pytest_agentbench.tools import read_only as tool_fs

@@ -216,7 +216,7 @@ def deep_tree(ws: Path) -> Iterator[Path]:
     yield ws / "d"
     # pytest's tmp_path cleanup (shutil.rmtree) recurses once per level too: remove it here
     try:
-        from pytest_agentbench.paths.host_files import remove_tree
+        from pytest_agentbench.paths.trees import remove_tree
     except ImportError:  # 4a9ba26
         import subprocess
 
@@ -242,7 +242,7 @@ def test_item4_deep_tree_and_symlink_loops_do_not_break_listings(
 
 def test_item4_listing_caps_entries_and_time(sandbox: LocalSandbox, ws: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_agentbench.paths import host_files as workspace
+    from pytest_agentbench.paths import walk as workspace
 
     for i in range(3000):
         (ws / f"f{i:04}.txt").write_text("")
@@ -279,7 +279,7 @@ def test_item4_huge_sparse_files_are_read_only_in_a_bounded_prefix(
 
 def test_item4_chown_tree_walks_a_deep_tree_with_fifos(ws: Path, deep_tree: Path) -> None:
     """The Docker adapter chowns the workspace before each sandbox, after the agent's too."""
-    from pytest_agentbench.paths.host_files import chown_tree
+    from pytest_agentbench.paths.trees import chown_tree
 
     os.mkfifo(ws / "p")
     os.symlink("/etc", ws / "etc-link")
