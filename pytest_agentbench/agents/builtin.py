@@ -92,8 +92,8 @@ def load_script(path: Path, text: str | None = None) -> list[dict[str, Any]]:
 
 
 class ScriptedAgent:
-    """Replays tool calls from a file: params `script` (may contain `{task_id}`), default
-    `scripted.yaml` beside task.yaml."""
+    """Replays tool calls from a file: `script` (the variant's param; may contain `{task_id}`),
+    default `scripted.yaml` beside task.yaml. Made without one, it reads `ctx.params`."""
 
     name = "scripted"
 
@@ -101,7 +101,7 @@ class ScriptedAgent:
         self.script = script
 
     def run(self, ctx: AgentContext) -> AgentOutcome:
-        template = ctx.params.get("script") or self.script
+        template = self.script or ctx.params.get("script")
         try:
             text, path = self._read(ctx, template)
         except FileNotFoundError as exc:

@@ -1,24 +1,121 @@
-"""llm_v0's configuration: defaults, budgets, the versioned system prompt, a start-up check."""
+"""llm_v0's configuration, resolved once per run: its params, budgets, the resolved model
+settings and the versioned system prompt (`LLMAgentConfig.resolve`)."""
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pytest_agentbench.llm import ModelConfigError, ResolvedModelConfig, resolve_model_config
 
-DEFAULTS: dict[str, Any] = {
-    "prompt": "system_v1",  # llm/prompts/<prompt>.txt
-    "stuck_after": 4,
-    "max_patch_rejections": 3,
-    "max_noop": 3,
-    "stuck_on": "tests",  # tests: only runs of the test commands (or pytest) | all: every run
-    "failing_output_chars": 8000,  # of the baseline output in the first observation
-    "observation_chars": 16000,  # per tool result
-}
+
+class LLMParams(BaseModel):
+    """A variant's `params:` for llm_v0. Other keys are left alone (they are the variant's)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+
+    prompt: str = "system_v1"
+    """The system prompt, `llm/prompts/<prompt>.txt`; its sha256 goes into every record."""
+    max_steps: int | None = None
+    """Model turns at most; the task's `agent.max_steps` caps it too (unset or <= 0: 30)."""
+    stuck_after: int = 4
+    """Test runs in a row with an unchanged failure signature before AGENT_STUCK."""
+    max_patch_rejections: int = 3
+    """Rejected patches in a row before TOOL_ERROR / PATCH_REJECTED."""
+    max_noop: int = 3
+    """Turns without a usable tool call, or edits that changed nothing, in a row before
+    AGENT_NO_PROGRESS."""
+    stuck_on: Literal["tests", "all"] = "tests"
+    """Which runs count for `stuck_after`: the test commands (or pytest) only, or every run."""
+    failing_output_chars: int = 8000
+    """Characters of the baseline's failing output in the first observation."""
+    observation_chars: int = 16000
+    """Characters of one tool result the model sees."""
+
+    @classmethod
+    def parse(cls, params: Mapping[str, Any]) -> LLMParams:
+        """From a variant's params (a None value means the default); ModelConfigError on a bad
+        value, naming it."""
+        try:
+            return cls.model_validate({k: v for k, v in params.items() if v is not None})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise ModelConfigError(f"params {where}: {first['msg']}") from None
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Spending limits, checked before every model call (a variant's `budgets:`)."""
+
+    max_steps: int | None = None
+    """Model calls at most (BUDGET_STEPS)."""
+    max_tokens_total: int | None = None
+    """Prompt plus completion tokens at most, the next call's estimated (BUDGET_TOKENS)."""
+    max_cost_usd: float | None = None
+    """Reported cost at most, the next call counted as costly as the last (BUDGET_COST)."""
+    max_wall_sec: float | None = None
+    """Seconds since the agent started, the next call counted as slow as the last
+    (BUDGET_WALL)."""
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> Budget:
+        """Numbers only; any other value means no limit."""
+
+        def num(key: str) -> float | None:
+            value = raw.get(key)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                return None
+            return float(value)
+
+        steps, tokens = num("max_steps"), num("max_tokens_total")
+        return cls(None if steps is None else int(steps), None if tokens is None else int(tokens),
+                   num("max_cost_usd"), num("max_wall_sec"))
+
+
+@dataclass(frozen=True)
+class LLMAgentConfig:
+    """Everything llm_v0 needs besides the attempt, resolved once per run."""
+
+    params: LLMParams
+    budget: Budget
+    model: ResolvedModelConfig
+    """The model settings (CLI > variant > preset > defaults), with where each came from."""
+    prompt: str
+    """The system prompt's text."""
+    prompt_version: str
+    """`<name>@sha256:<hex>` of the prompt file."""
+
+    @classmethod
+    def resolve(cls, variant: Mapping[str, Any], cli: Mapping[str, Any] | None = None,
+                ) -> LLMAgentConfig:
+        """From `Variant.config()` and the CLI's model options, checked without calling the
+        model: the settings, the prompt file and the API key (present when the preset needs
+        one; the key itself is read again for each client). Raises ModelConfigError with a
+        one-line message."""
+        params = LLMParams.parse(variant.get("params") or {})
+        model = resolve_model_config(cli=cli, variant=variant.get("model"))
+        model.chat_params()  # no model configured
+        prompt, version = load_prompt(params.prompt)
+        key, _ = model.api_key()
+        if key is None and model.preset.requires_key:
+            raise ModelConfigError(f"preset {model.preset.name!r} needs an API key: set one of "
+                                   + ", ".join(model.key_env_names()))
+        return cls(params, Budget.from_dict(variant.get("budgets") or {}), model, prompt,
+                   version)
+
+
+def check_config(variant: Mapping[str, Any], cli: Mapping[str, Any] | None = None,
+                 ) -> ResolvedModelConfig:
+    """The resolved model settings of `Variant.config()`, checked as `LLMAgentConfig.resolve`
+    checks them (ModelConfigError with a one-line message)."""
+    return LLMAgentConfig.resolve(variant, cli).model
 
 
 def load_prompt(name: str) -> tuple[str, str]:
@@ -31,38 +128,3 @@ def load_prompt(name: str) -> tuple[str, str]:
     except FileNotFoundError:
         raise ModelConfigError(f"prompt {name!r}: no llm/prompts/{name}.txt") from None
     return data.decode("utf-8"), f"{name}@sha256:{hashlib.sha256(data).hexdigest()}"
-
-
-def check_config(variant: dict[str, Any], cli: dict[str, Any] | None = None,
-                 ) -> ResolvedModelConfig:
-    """Resolve and validate a variant's model settings, prompt and API key without calling the
-    model, so a run can fail once at start-up instead of in every attempt. `variant` is
-    `Variant.config()`; raises ModelConfigError with a one-line message."""
-    resolved = resolve_model_config(cli=cli, variant=variant.get("model"))
-    resolved.chat_params()  # no model configured
-    load_prompt(str((variant.get("params") or {}).get("prompt") or DEFAULTS["prompt"]))
-    key, _ = resolved.api_key()
-    if key is None and resolved.preset.requires_key:
-        raise ModelConfigError(f"preset {resolved.preset.name!r} needs an API key: set one of "
-                               + ", ".join(resolved.key_env_names()))
-    return resolved
-
-
-@dataclass
-class Budget:
-    max_steps: int | None = None
-    max_tokens_total: int | None = None
-    max_cost_usd: float | None = None
-    max_wall_sec: float | None = None
-
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> Budget:
-        def num(key: str) -> float | None:
-            value = raw.get(key)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                return None
-            return float(value)
-
-        steps, tokens = num("max_steps"), num("max_tokens_total")
-        return cls(None if steps is None else int(steps), None if tokens is None else int(tokens),
-                   num("max_cost_usd"), num("max_wall_sec"))

@@ -27,12 +27,12 @@ import hashlib
 import json
 import re
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
-from pytest_agentbench.agents.llm_config import DEFAULTS, Budget, check_config, load_prompt
+from pytest_agentbench.agents.llm_config import LLMAgentConfig
 from pytest_agentbench.agents.port import AgentContext, AgentError, AgentOutcome
-from pytest_agentbench.core.events import utc_now
 from pytest_agentbench.llm import (
     ChatResult,
     LLMAuthError,
@@ -47,6 +47,7 @@ from pytest_agentbench.schemas.taxonomy import Reason
 from pytest_agentbench.text.redaction import Redactor
 from pytest_agentbench.text.signatures import signature
 from pytest_agentbench.text.truncation import truncate
+from pytest_agentbench.tools.results import ToolResult
 from pytest_agentbench.tools.schemas import TOOL_SCHEMAS, WRITE_TOOLS
 
 EDIT_TOOLS = frozenset({"apply_patch", "write_file", "remove_file"})
@@ -57,13 +58,30 @@ _SPACES = re.compile(r"\s+")
 
 
 class LLMAgent:
+    """Made per attempt with its configuration resolved once per run (`agents.variants.
+    agent_builder`); `redactor` knows the run's secrets, `transport` is an httpx transport for
+    tests. Made without a configuration (the old `make_agent`), it resolves one from
+    `ctx.params["_variant" | "_llm_cli" | "_redactor"]` at every attempt."""
+
     name = "llm_v0"
 
-    def __init__(self, transport: Any = None) -> None:
-        self.transport = transport  # an httpx transport, for tests; production leaves it None
+    def __init__(self, config: LLMAgentConfig | None = None, *, redactor: Redactor | None = None,
+                 transport: Any = None) -> None:
+        self.config, self.redactor, self.transport = config, redactor, transport
 
     def run(self, ctx: AgentContext) -> AgentOutcome:
-        return _Run(ctx, self.transport).loop()
+        config, redactor = self.config, self.redactor
+        if config is None:
+            config, redactor = _config_from_params(ctx.params), ctx.params.get("_redactor")
+        return _Run(ctx, config, redactor, self.transport).loop()
+
+
+def _config_from_params(params: dict[str, Any]) -> LLMAgentConfig:
+    variant = params.get("_variant") or {}
+    try:
+        return LLMAgentConfig.resolve({**variant, "params": params}, params.get("_llm_cli"))
+    except ModelConfigError as exc:
+        raise AgentError(Reason.LLM_ERROR, f"model configuration: {exc}", "MODEL_CONFIG") from exc
 
 
 class _Stop(Exception):
@@ -74,25 +92,22 @@ class _Stop(Exception):
 class _Run:
     """The state of one agent run (split from LLMAgent so the agent itself stays stateless)."""
 
-    def __init__(self, ctx: AgentContext, transport: Any) -> None:
-        self.ctx, params = ctx, ctx.params
-        variant = params.get("_variant") or {}
-        self.cfg = {**DEFAULTS, **{k: params[k] for k in DEFAULTS if params.get(k) is not None}}
-        self.budget = Budget.from_dict(variant.get("budgets") or {})
-        caps = [n for n in (ctx.max_steps, params.get("max_steps")) if isinstance(n, int) and n > 0]
+    def __init__(self, ctx: AgentContext, config: LLMAgentConfig, redactor: Redactor | None,
+                 transport: Any) -> None:
+        self.ctx, self.cfg, self.budget = ctx, config.params, config.budget
+        caps = [n for n in (ctx.max_steps, self.cfg.max_steps) if isinstance(n, int) and n > 0]
         self.max_steps = min(caps) if caps else 30
+        self.resolved, self.prompt = config.model, config.prompt
         try:
-            self.resolved = check_config({**variant, "params": self.cfg}, params.get("_llm_cli"))
-            self.prompt, self.prompt_version = load_prompt(str(self.cfg["prompt"]))
             self.client = self.resolved.make_client(on_event=self._on_client_event,
                                                     transport=transport)
-        except ModelConfigError as exc:
+        except ModelConfigError as exc:  # the key went away since the run started
             raise AgentError(Reason.LLM_ERROR, f"model configuration: {exc}",
                              "MODEL_CONFIG") from exc
-        self.redactors = [r for r in (params.get("_redactor"),) if r is not None]
+        self.redactors = [r for r in (redactor,) if r is not None]
         self.redactors.append(Redactor(env_names=self.resolved.key_env_names()))
         self.model_info = ModelInfo(**self._redact(self.resolved.model_info()),
-                                    prompt_version=self.prompt_version)
+                                    prompt_version=config.prompt_version)
         self.tools = [s for s in TOOL_SCHEMAS if ctx.task.agent.allow_file_write
                       or s["function"]["name"] not in WRITE_TOOLS]
         self.tools_chars = len(json.dumps(self.tools))
@@ -173,8 +188,6 @@ class _Run:
             self.noop += 1
             if not calls:
                 self._append({"role": "user", "content": self._nudge(result)})
-        if self.ctx.on_step is not None:
-            self.ctx.on_step(self.step)
         self._check_progress()
 
     def _execute(self, call: ToolCall) -> tuple[str, bool, AgentOutcome | None]:
@@ -194,10 +207,10 @@ class _Run:
             return "finished", True, AgentOutcome("finish", summary=self._redact(summary)[:2000])
         self._track(call, result)
         text = truncate(result.to_observation(), head_lines=300, tail_lines=200,
-                        max_bytes=int(self.cfg["observation_chars"])).text
+                        max_bytes=self.cfg.observation_chars).text
         return text, True, None
 
-    def _track(self, call: ToolCall, result: Any) -> None:
+    def _track(self, call: ToolCall, result: ToolResult) -> None:
         """Feed the stop conditions from one tool result."""
         if call.name == "apply_patch":
             self.rejections = self.rejections + 1 if result.error_type == "PATCH_REJECTED" else 0
@@ -209,7 +222,7 @@ class _Run:
             self.last_sig = sig
 
     def _counts_for_stuck(self, call: ToolCall) -> bool:
-        if self.cfg["stuck_on"] == "all":
+        if self.cfg.stuck_on == "all":
             return True
         command = _norm(str(call.arguments.get("command", "")))
         return any(c in command for c in self.test_commands) or bool(_TEST_RUNNER.search(command))
@@ -217,13 +230,13 @@ class _Run:
     # -- stop conditions --------------------------------------------------------------------
     def _check_progress(self) -> None:
         cfg = self.cfg
-        if self.rejections >= int(cfg["max_patch_rejections"]):
+        if self.rejections >= cfg.max_patch_rejections:
             self._stop("patch_rejected", Reason.TOOL_ERROR, "PATCH_REJECTED",
                        f"{self.rejections} patches rejected in a row")
-        if self.unchanged >= int(cfg["stuck_after"]):
+        if self.unchanged >= cfg.stuck_after:
             self._stop("stuck", Reason.AGENT_STUCK, None, f"test output unchanged for "
                        f"{self.unchanged} runs in a row: {', '.join((self.last_sig or [])[:3])}")
-        if self.noop >= int(cfg["max_noop"]):
+        if self.noop >= cfg.max_noop:
             self._stop("no_progress", Reason.AGENT_NO_PROGRESS, None,
                        f"{self.noop} turns/edits in a row changed nothing")
 
@@ -274,10 +287,8 @@ class _Run:
         sub = ("AUTH" if isinstance(exc, LLMAuthError) else "BAD_REQUEST"
                if isinstance(exc, LLMRequestError) else "BAD_RESPONSE"
                if isinstance(exc, LLMBadResponse) else "RETRIES_EXHAUSTED")
-        error = AgentError(Reason.LLM_ERROR, f"model call failed at step {self.step}: {message}",
-                           sub)
-        error.usage, error.model = self.usage, self.model_info  # type: ignore[attr-defined]
-        raise error from None
+        raise AgentError(Reason.LLM_ERROR, f"model call failed at step {self.step}: {message}",
+                         sub, usage=self.usage, model=self.model_info) from None
 
     def _finish(self, outcome: AgentOutcome) -> AgentOutcome:
         outcome.model, outcome.usage, outcome.steps = self.model_info, self.usage, self.step
@@ -353,7 +364,7 @@ class _Run:
     def _first_observation(self) -> str:
         ctx, task = self.ctx, self.ctx.task
         output = truncate(ctx.failing_output, head_lines=80, tail_lines=150,
-                          max_bytes=int(self.cfg["failing_output_chars"])).text
+                          max_bytes=self.cfg.failing_output_chars).text
         parts = [f"Task: {task.description or task.id}"]
         if task.agent.editable_globs is not None:
             parts.append("You may edit only: " + ", ".join(task.agent.editable_globs))
@@ -375,3 +386,8 @@ class _Run:
 
 def _norm(command: str) -> str:
     return _SPACES.sub(" ", command).strip()
+
+
+def utc_now() -> str:
+    """The conversation's timestamps, as the event log writes them."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -1,34 +1,66 @@
-"""The agent port: what an agent gets (context) and what it says back (outcome)."""
+"""The agent port: what an agent gets (AgentContext with its Tools and EventLog), what it says
+back (AgentOutcome, AgentError), and how one is made (AgentFactory).
+
+Tools and EventLog are Protocols: the pipeline (core/) implements them, agents depend only on
+this module, so no agent imports core/ or the concrete Toolbox.
+"""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from pytest_agentbench.schemas.events import Actor
 from pytest_agentbench.schemas.records import ModelInfo, Usage
 from pytest_agentbench.schemas.task import TaskSpec
 from pytest_agentbench.schemas.taxonomy import Reason
+from pytest_agentbench.tools.results import ToolResult
 
-if TYPE_CHECKING:
-    from pytest_agentbench.core.events import EventSink
-    from pytest_agentbench.tools.toolbox import Toolbox
+
+class Tools(Protocol):
+    """The agent's tools, under the task's edit policy (a recording `tools.toolbox.Toolbox`).
+
+    The tools and their JSON schemas are `tools.schemas.TOOL_SCHEMAS` (without `WRITE_TOOLS`
+    when the task sets `agent.allow_file_write: false`).
+    """
+
+    def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """Run one tool. A refused, failed or unknown call comes back as a result with
+        `ok=False` and an `error_type`, never as an exception; only a sandbox that went away
+        raises (the harness handles it)."""
+        ...
+
+
+class EventLog(Protocol):
+    """The attempt's event stream (events.jsonl); the payload is one of schemas/events.py."""
+
+    def emit(
+        self,
+        type_: str,
+        actor: Actor = "harness",
+        parent_event_id: str | None = None,
+        span_id: str | None = None,
+        **fields: Any,
+    ) -> str: ...
 
 
 @dataclass
 class AgentContext:
     task: TaskSpec
     task_dir: Path  # the task's folder in the taskpack (oracle.patch, scripts live here)
-    toolbox: Toolbox
-    events: EventSink
+    toolbox: Tools
+    events: EventLog
     failing_output: str  # the baseline's failing test output (truncated), the first observation
     failing_command: str
     deadline: float  # time.monotonic() by which the agent must stop
     max_steps: int
-    params: dict[str, Any] = field(default_factory=dict)  # variant parameters for this agent
+    # The variant's params. Agents made by `agents.variants.agent_builder` get them at
+    # construction; an agent from an old-form factory (`factory()`) reads them here.
+    params: dict[str, Any] = field(default_factory=dict)
     artifacts_dir: Path | None = None  # <task artifacts>/agent: conversation.jsonl goes here
-    on_step: Any = None  # callable(step: int) the harness uses to snapshot diffs after edits
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
@@ -51,10 +83,31 @@ class Agent(Protocol):
     def run(self, ctx: AgentContext) -> AgentOutcome: ...
 
 
-class AgentError(Exception):
-    """Raised by an agent for a failure that is not the agent's fault (maps to `reason`)."""
+AgentFactory = Callable[..., Agent]
+"""Makes one agent for one attempt (a class or any callable), offered under a name by the entry
+point group `pytest_agentbench.agents` or the `pytest_agentbench_agents` hook.
 
-    def __init__(self, reason: Reason, message: str, sub_reason: str | None = None) -> None:
+`factory(**params)`: called with the variant's `params:` as keyword arguments when its signature
+takes them all. `factory()` (the old form, still accepted): called without arguments when it
+does not; the agent then reads `ctx.params`."""
+
+
+class AgentError(Exception):
+    """Raised by an agent for a failure that is not the agent's fault (maps to `reason`).
+
+    `usage` and `model` say what the agent spent before it failed (they go into the record)."""
+
+    def __init__(
+        self,
+        reason: Reason,
+        message: str,
+        sub_reason: str | None = None,
+        *,
+        usage: Usage | None = None,
+        model: ModelInfo | None = None,
+    ) -> None:
         super().__init__(message)
         self.reason = reason
         self.sub_reason = sub_reason
+        self.usage = usage
+        self.model = model

@@ -15,10 +15,13 @@ Its config hash (over the resolved content) goes into every attempt record; pair
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import math
 import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,7 @@ from typing import Any
 import yaml
 
 from pytest_agentbench.agents.builtin import BUILTIN_AGENTS
+from pytest_agentbench.agents.port import Agent, AgentFactory
 from pytest_agentbench.tasks.loader import (
     MAX_TASK_FILE_BYTES,
     UnsafeFileError,
@@ -35,6 +39,7 @@ from pytest_agentbench.tasks.loader import (
     yaml_message,
 )
 from pytest_agentbench.tasks.problems import show
+from pytest_agentbench.text.redaction import Redactor
 
 ENTRY_POINT_GROUP = "pytest_agentbench.agents"
 VARIANT_KEYS = {"name", "agent", "params", "model", "budgets", "description"}
@@ -170,24 +175,73 @@ def _plain_problem(value: Any, where: str) -> tuple[str, str] | None:
     return where, f"expected a string, number, true/false, list or mapping, got {show(value)}"
 
 
-def agent_factories(hook_results: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Built-ins, then entry points, then plugin hooks (later sources may not shadow built-ins)."""
-    found: dict[str, Any] = dict(BUILTIN_AGENTS)
-    try:
-        from pytest_agentbench.agents.llm_v0 import LLMAgent
+def agent_builder(
+    variant: Variant,
+    *,
+    extra_factories: Iterable[Mapping[str, AgentFactory]] = (),
+    llm_cli: Mapping[str, Any] | None = None,
+    redactor: Redactor | None = None,
+) -> Callable[[], Agent]:
+    """What makes the variant's agent, once per attempt; called once per run.
 
-        found["llm_v0"] = LLMAgent
-    except ImportError:  # pragma: no cover - the LLM agent is part of the package
-        pass
+    Scans the entry points once, checks the variant up front (its agent exists; llm_v0 resolves
+    its model settings, prompt and key) and raises VariantError with one line if not.
+    `extra_factories` are the `pytest_agentbench_agents` hook results, `llm_cli` the CLI's model
+    options, `redactor` knows the run's secrets (llm_v0 scrubs its conversation with it).
+    """
+    from pytest_agentbench.agents.llm_config import LLMAgentConfig
+    from pytest_agentbench.agents.llm_v0 import LLMAgent
+    from pytest_agentbench.llm import ModelConfigError
+
+    factories = agent_factories(extra_factories)
+    if variant.agent not in factories:
+        raise VariantError(f"variant {variant.name}: unknown agent {variant.agent!r}; "
+                           f"known: {', '.join(sorted(factories))}")
+    factory = factories[variant.agent]
+    if factory is LLMAgent:
+        try:
+            config = LLMAgentConfig.resolve(variant.config(), llm_cli)
+        except ModelConfigError as exc:
+            raise VariantError(f"variant {variant.name}: {exc}") from None
+        return partial(LLMAgent, config, redactor=redactor)
+    params = variant.params
+    if _takes(factory, params):
+        return partial(factory, **params)
+    if _takes(factory, {}):  # the old form: the agent reads ctx.params
+        return factory
+    raise VariantError(f"variant {variant.name}: agent {variant.agent!r} cannot be made: "
+                       "its factory takes neither the variant's params nor no arguments")
+
+
+def _takes(factory: AgentFactory, params: Mapping[str, Any]) -> bool:
+    try:
+        inspect.signature(factory).bind(**params)
+    except TypeError:
+        return False
+    except ValueError:  # no signature to read (some builtins): try it the old way
+        return not params
+    return True
+
+
+def agent_factories(
+    extra_factories: Iterable[Mapping[str, AgentFactory]] | None = None,
+) -> dict[str, AgentFactory]:
+    """Built-ins, then entry points, then plugin hooks (later sources may not shadow built-ins).
+
+    llm_v0 (it pulls in httpx) is imported here, when agents are made, not with the variants."""
+    from pytest_agentbench.agents.llm_v0 import LLMAgent
+
+    found: dict[str, AgentFactory] = {**BUILTIN_AGENTS, "llm_v0": LLMAgent}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         found.setdefault(ep.name, ep.load())
-    for result in hook_results or []:
+    for result in extra_factories or ():
         for name, factory in result.items():
             found.setdefault(name, factory)
     return found
 
 
 def make_agent(variant: Variant, factories: dict[str, Any]) -> Any:
+    """One agent without its configuration (it reads ctx.params). Superseded by agent_builder."""
     if variant.agent not in factories:
         raise VariantError(
             f"unknown agent {variant.agent!r}; known: {', '.join(sorted(factories))}"

@@ -20,7 +20,14 @@ import pytest
 from pytest_agentbench.agents.llm_config import check_config, load_prompt
 from pytest_agentbench.agents.llm_v0 import LLMAgent, _Run
 from pytest_agentbench.agents.port import AgentContext, AgentError, AgentOutcome
-from pytest_agentbench.agents.variants import load_variant
+from pytest_agentbench.agents.variants import (
+    Variant,
+    VariantError,
+    agent_builder,
+    agent_factories,
+    load_variant,
+    make_agent,
+)
 from pytest_agentbench.core.events import EventSink
 from pytest_agentbench.llm import ModelConfigError, OpenAICompatClient, resolve_model_config
 from pytest_agentbench.schemas.task import TaskSpec
@@ -39,8 +46,6 @@ from tests.fakes.openai_server import (
     non_json,
     tool_reply,
 )
-
-pytestmark = pytest.mark.unit
 
 FAILING = "python -m pytest -q tests/test_mathx.py"
 BUGGY = "def mean(xs):\n    return sum(xs) / (len(xs) - 1)\n"
@@ -119,34 +124,44 @@ TASK = TaskSpec.model_validate({
 })
 
 
-def make_ctx(tmp_path: Path, base_url: str, *, budgets: dict[str, Any] | None = None,
-             model: dict[str, Any] | None = None, max_steps: int = 30,
-             redactor: Redactor | None = None, **params: Any) -> AgentContext:
+def make_ctx(tmp_path: Path, *, max_steps: int = 30, redactor: Redactor | None = None,
+             params: dict[str, Any] | None = None) -> AgentContext:
     work = tmp_path / "work"
     work.mkdir(parents=True, exist_ok=True)
     (work / "mathx.py").write_text(BUGGY)
     artifacts = tmp_path / "artifacts" / "agent"
     artifacts.mkdir(parents=True, exist_ok=True)
+    events = EventSink(tmp_path / "artifacts" / "events.jsonl", "run-1", "fix-mean", "a-1",
+                       redact_obj=(redactor or Redactor()).redact_obj)
+    return AgentContext(task=TASK, task_dir=tmp_path, toolbox=FakeToolbox(work),
+                        events=events, failing_output=FAIL_OUT, failing_command=FAILING,
+                        deadline=time.monotonic() + 60, max_steps=max_steps,
+                        params=params or {}, artifacts_dir=artifacts)
+
+
+def llm_variant(base_url: str, *, budgets: dict[str, Any] | None = None,
+                model: dict[str, Any] | None = None, **params: Any) -> Variant:
     model_cfg = {"preset": "local", "name": "fake/model-1", "base_url": base_url,
                  "timeout_sec": 2.0, "max_retries": 2, "backoff_base_sec": 0.01,
                  "backoff_max_sec": 0.05, "max_tokens": 256, **(model or {})}
-    events = EventSink(tmp_path / "artifacts" / "events.jsonl", "run-1", "fix-mean", "a-1",
-                       redact_obj=(redactor or Redactor()).redact_obj)
-    all_params: dict[str, Any] = {"_variant": {"model": model_cfg, "budgets": budgets or {}},
-                                  "_llm_cli": {}, **params}
-    if redactor is not None:
-        all_params["_redactor"] = redactor
-    return AgentContext(task=TASK, task_dir=tmp_path, toolbox=FakeToolbox(work),  # type: ignore[arg-type]
-                        events=events, failing_output=FAIL_OUT, failing_command=FAILING,
-                        deadline=time.monotonic() + 60, max_steps=max_steps, params=all_params,
-                        artifacts_dir=artifacts)
+    return Variant("test", "llm_v0", params=params, model=model_cfg, budgets=budgets or {})
+
+
+def make_agent_and_ctx(tmp_path: Path, base_url: str, *, max_steps: int = 30,
+                       redactor: Redactor | None = None, **kw: Any
+                       ) -> tuple[Any, AgentContext]:
+    """The agent as a run makes it (agent_builder, once per run) and one attempt's context."""
+    variant = llm_variant(base_url, **kw)
+    agent = agent_builder(variant, redactor=redactor)()
+    return agent, make_ctx(tmp_path, max_steps=max_steps, redactor=redactor,
+                           params=variant.params)
 
 
 def run_agent(tmp_path: Path, steps: list[Step], **kw: Any
               ) -> tuple[AgentOutcome, FakeOpenAIServer, AgentContext]:
     with FakeOpenAIServer(steps) as srv:
-        ctx = make_ctx(tmp_path, srv.base_url, **kw)
-        outcome = LLMAgent().run(ctx)
+        agent, ctx = make_agent_and_ctx(tmp_path, srv.base_url, **kw)
+        outcome = agent.run(ctx)
     return outcome, srv, ctx
 
 
@@ -317,9 +332,9 @@ def test_changing_test_output_is_not_stuck(tmp_path: Path) -> None:
 
     steps: list[Step] = [tool_reply("run", {"command": "python -m pytest -x"})] * 6
     with FakeOpenAIServer([*steps, *SOLVE[3:]]) as srv:
-        ctx = make_ctx(tmp_path, srv.base_url, stuck_after=2)
+        agent, ctx = make_agent_and_ctx(tmp_path, srv.base_url, stuck_after=2)
         ctx.toolbox.grade = grade  # type: ignore[attr-defined]
-        outcome = LLMAgent().run(ctx)
+        outcome = agent.run(ctx)
     assert outcome.finished_by == "finish"
 
 
@@ -379,16 +394,32 @@ def test_wall_budget(tmp_path: Path) -> None:
 
 
 # -- configuration and secrets -------------------------------------------------------------------
-def test_missing_model_or_key_is_a_configuration_error(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(AgentError) as info:
-        run_agent(tmp_path, [], model={"name": None, "model": None})
-    assert info.value.sub_reason == "MODEL_CONFIG" and "no model" in str(info.value)
+def test_missing_model_or_key_fails_when_the_agent_is_built(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once per run, before any attempt, as one line."""
+    with pytest.raises(VariantError, match="^variant test: no model configured"):
+        agent_builder(llm_variant("http://127.0.0.1:9", model={"name": None, "model": None}))
     for name in ("AGENTBENCH_API_KEY", "OPENROUTER_API_KEY"):
         monkeypatch.delenv(name, raising=False)
+    with pytest.raises(VariantError, match="needs an API key"):
+        agent_builder(llm_variant("http://127.0.0.1:9", model={"preset": "openrouter"}))
+    with pytest.raises(VariantError, match="^variant test: params stuck_after: "):
+        agent_builder(llm_variant("http://127.0.0.1:9", stuck_after="often"))
+
+
+def test_the_old_path_resolves_the_configuration_from_ctx_params(tmp_path: Path) -> None:
+    """LLMAgent() made without a configuration (make_agent) reads ctx.params["_variant",
+    "_llm_cli", "_redactor"] at every attempt; a bad configuration is then the attempt's
+    LLM_ERROR / MODEL_CONFIG."""
+    with FakeOpenAIServer(SOLVE) as srv:
+        variant = llm_variant(srv.base_url)
+        ctx = make_ctx(tmp_path, params={"_variant": variant.config(), "_llm_cli": {}})
+        outcome = make_agent(variant, agent_factories()).run(ctx)
+    assert outcome.finished_by == "finish" and outcome.steps == 4
+    bad = {"_variant": {**variant.config(), "model": {"preset": "local"}}, "_llm_cli": {}}
     with pytest.raises(AgentError) as info:
-        run_agent(tmp_path / "b", [], model={"preset": "openrouter"})
-    assert info.value.reason == Reason.LLM_ERROR and "API key" in str(info.value)
+        LLMAgent().run(make_ctx(tmp_path / "b", params=bad))
+    assert info.value.sub_reason == "MODEL_CONFIG" and "no model" in str(info.value)
 
 
 def test_planted_key_appears_in_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -401,9 +432,9 @@ def test_planted_key_appears_in_no_file(tmp_path: Path, monkeypatch: pytest.Monk
         *SOLVE,
     ]
     with FakeOpenAIServer(steps) as srv:
-        ctx = make_ctx(tmp_path, srv.base_url, model={"preset": "openrouter"})
+        agent, ctx = make_agent_and_ctx(tmp_path, srv.base_url, model={"preset": "openrouter"})
         (tmp_path / "work" / "settings.py").write_text(f'API_KEY = "{KEY}"\n')
-        outcome = LLMAgent().run(ctx)
+        outcome = agent.run(ctx)
     assert outcome.finished_by == "finish"
     assert srv.requests[0].headers["authorization"] == f"Bearer {KEY}"  # it was used...
     assert KEY in srv.requests[1].json["messages"][-1]["content"]
@@ -461,8 +492,8 @@ def test_harness_overhead_per_step(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     steps: list[Step] = [tool_reply("read_file", {"path": "mathx.py"})] * 19
     steps.append(tool_reply("finish", {"summary": "done"}))
     with FakeOpenAIServer(steps) as srv:
-        ctx = make_ctx(tmp_path, srv.base_url)
-        run = _Run(ctx, None)
+        agent, ctx = make_agent_and_ctx(tmp_path, srv.base_url)
+        run = _Run(ctx, agent.config, None, None)
         started = time.perf_counter()
         outcome = run.loop()
         loop_ms = (time.perf_counter() - started) * 1000
@@ -504,12 +535,12 @@ def test_solves_a_custom_dev_task_through_the_trial_and_replay_reproduces_it(
         cfg = TrialConfig(
             run_id="run-1", run_dir=run_dir, work_root=tmp_path / "work", variant="baseline",
             variant_config_hash="h", image="local", harness_version="test",
-            events_path=run_dir / "events.jsonl", redact=redactor.redact,
-            agent_params={"_variant": {"model": {"preset": "openrouter", "name": "some/model",
-                                                 "base_url": srv.base_url}, "budgets": {}},
-                          "_llm_cli": {}, "_redactor": redactor})
+            events_path=run_dir / "events.jsonl", redact=redactor.redact)
+        variant = Variant("baseline", "llm_v0", model={
+            "preset": "openrouter", "name": "some/model", "base_url": srv.base_url})
+        agent = agent_builder(variant, redactor=redactor)()
         record = Trial(task, cfg, LocalSandboxFactory(), MirrorCache(tmp_path / "git"),
-                       LLMAgent()).run().to_json_dict()
+                       agent).run().to_json_dict()
     assert record["result"]["passed"], record["result"]
     assert record["agent"]["finished_by"] == "finish"
     assert record["usage"]["llm_calls"] == 4 and record["usage"]["fallback_tool_calls"] == 1
