@@ -38,7 +38,8 @@ def cache_root() -> Path:
 
 def run_doctor(build: bool = True, write: Callable[[str], None] | None = None) -> int:
     report = Report(write or (lambda line: print(line, flush=True)))
-    from pytest_agentbench.sandbox.docker import DockerSandboxFactory, docker_host
+    from pytest_agentbench.sandbox.docker import DockerSandboxFactory
+    from pytest_agentbench.sandbox.docker_containers import docker_host
     from pytest_agentbench.sandbox.port import SandboxError
 
     factory = DockerSandboxFactory(_client_or_none())
@@ -149,7 +150,7 @@ def _check_sandbox(report: Report, factory: Any, image: str) -> None:
 
 def _check_leftovers(report: Report, factory: Any) -> None:
     """Containers whose creator is gone are leftovers; those of live processes are in use."""
-    from pytest_agentbench.sandbox.docker import OWNER_LABEL
+    from pytest_agentbench.sandbox.docker_policy import OWNER_LABEL
 
     here = socket.gethostname()
     leftover = in_use = 0

@@ -27,7 +27,7 @@ from typing import Any
 
 from docker.types import Mount
 
-from pytest_agentbench.sandbox import local
+from pytest_agentbench.sandbox.capture import DETERMINISTIC_ENV, redact_env
 from pytest_agentbench.sandbox.port import SandboxSpec
 
 BASE_LABEL = "agentbench"
@@ -110,7 +110,7 @@ def parse_trailer(trailer: bytes | None, nonce: str) -> tuple[int, bool] | None:
 def create_args(spec: SandboxSpec, uid: int, gid: int, ipc_mode: str) -> dict[str, Any]:
     """The keyword arguments for `containers.create` that implement the sandbox policy. The
     container's own user is KEEPER_USER; every exec names the command user (`uid:gid`)."""
-    env = {"HOME": HOME, **local.DETERMINISTIC_ENV}
+    env = {"HOME": HOME, **DETERMINISTIC_ENV}
     mounts = [Mount(spec.workdir, str(spec.workspace), type="bind"),
               Mount("/env", str(spec.env_dir), type="bind", read_only=spec.env_read_only)]
     if spec.pip_cache is not None:
@@ -139,7 +139,7 @@ def sanitized(args: Mapping[str, Any], spec: SandboxSpec) -> dict[str, Any]:
     roles = {str(spec.workspace): "<workspace>", str(spec.env_dir): "<env_dir>",
              str(spec.pip_cache): "<pip_cache>", str(spec.ca_bundle): "<ca_bundle>"}
     out = {k: v for k, v in args.items() if k not in ("mounts", "environment")}
-    out["environment"] = local.redact_env(args["environment"])
+    out["environment"] = redact_env(args["environment"])
     out["mounts"] = [{"target": m["Target"], "source": roles.get(m["Source"], "<host>"),
                       "read_only": bool(m.get("ReadOnly"))} for m in args["mounts"]]
     return out

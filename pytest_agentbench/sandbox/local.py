@@ -4,8 +4,7 @@ For fast tests of the core and for machines without Docker; never the default. N
 enforced but the time budget: no network isolation, no resource or disk limits, same user as the
 harness, and a process that leaves the command's session (setsid) outlives it. The exit status
 is bash's own (waitpid), never read from the output; one command runs at a time.
-The output capture, truncation and environment defaults shared with the Docker sandbox live here
-(importing them does not import docker-py).
+The output capture and environment defaults it shares with the Docker sandbox are in `capture`.
 """
 
 from __future__ import annotations
@@ -17,145 +16,24 @@ import signal
 import subprocess
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 from pytest_agentbench.paths.files import Files
 from pytest_agentbench.paths.host_files import HostFiles
-from pytest_agentbench.sandbox.port import ExecResult, SandboxError, SandboxSpec
-from pytest_agentbench.text.truncation import decode, truncate
-
-#: The deterministic runtime envelope of every command (spec improvement 3).
-DETERMINISTIC_ENV: dict[str, str] = {
-    "PYTHONHASHSEED": "0",
-    "TZ": "UTC",
-    "LC_ALL": "C.UTF-8",
-    "LANG": "C.UTF-8",
-    "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-    "PYTHONDONTWRITEBYTECODE": "1",
-}
-KILL_GRACE_SEC = 2.0  # SIGTERM first, SIGKILL this much later (`timeout -k 2`)
-CAPTURE_CAP = 4 * 1024 * 1024  # bytes kept at each end of a stream when only a summary is wanted
-FULL_CAPTURE_CAP = 64 * 1024 * 1024  # ... and when full logs were asked for
-FACTS_SCRIPT = "; ".join(
-    f"echo '@@{key}'; {cmd} 2>&1"
-    for key, cmd in [
-        ("uname", "uname -a"), ("python", "python -VV"), ("pip", "python -m pip --version"),
-        ("pytest", "python -m pytest --version"), ("git", "git --version"),
-    ]
+from pytest_agentbench.sandbox.capture import (
+    CAPTURE_CAP,
+    DETERMINISTIC_ENV,
+    FACTS_SCRIPT,
+    FULL_CAPTURE_CAP,
+    KILL_GRACE_SEC,
+    OutputBuffer,
+    build_result,
+    parse_facts,
+    redact_env,
 )
-
-
-class OutputBuffer:
-    """Collects one stream: all of it up to `cap` bytes, then a rolling tail of `cap` bytes.
-
-    Lines and bytes are counted over everything, so the totals stay right when the middle of a
-    runaway stream is dropped (truncation would drop it anyway).
-    """
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.head = bytearray()
-        self.tail: deque[bytes] = deque()
-        self.tail_size = 0
-        self.total_bytes = 0
-        self.newlines = 0
-        self.last_byte = b""
-        self.dropped = 0
-
-    def append(self, data: bytes) -> None:
-        if not data:
-            return
-        self.total_bytes += len(data)
-        self.newlines += data.count(b"\n")
-        self.last_byte = data[-1:]
-        room = self.cap - len(self.head)
-        if room > 0:
-            self.head += data[:room]
-            data = data[room:]
-        if data:
-            self.tail.append(data)
-            self.tail_size += len(data)
-            while self.tail_size - len(self.tail[0]) >= self.cap:
-                self.dropped += len(self.tail[0])
-                self.tail_size -= len(self.tail.popleft())
-
-    def data(self) -> bytes:
-        tail = b"".join(self.tail)
-        if self.dropped:
-            tail = tail[-self.cap:]
-            marker = f"\n[... agentbench: {self.dropped} bytes not captured ...]\n"
-            return bytes(self.head) + marker.encode() + tail
-        return bytes(self.head) + tail
-
-    def total_lines(self) -> int:
-        if not self.total_bytes:
-            return 0
-        return self.newlines + (0 if self.last_byte == b"\n" else 1)
-
-    def pop_trailer(self, prefix: bytes) -> bytes | None:
-        """Remove and return the final `prefix...` line if the stream ends with one."""
-        tail = b"".join(self.tail)
-        end = (bytes(self.head[-512:]) + tail)[-512:]
-        at = end.rfind(prefix)
-        if at < 0 or not end.endswith(b"\n") or b"\n" in end[at + len(prefix):-1]:
-            return None
-        trailer = end[at:]
-        cut = len(trailer)
-        if len(tail) >= cut:
-            tail = tail[: len(tail) - cut]
-        else:
-            del self.head[len(self.head) - (cut - len(tail)):]
-            tail = b""
-        self.tail = deque([tail]) if tail else deque()
-        self.tail_size = len(tail)
-        self.total_bytes -= cut
-        self.newlines -= trailer.count(b"\n")
-        self.last_byte = (tail or bytes(self.head[-1:]))[-1:]
-        return trailer
-
-
-def build_result(
-    exit_code: int, out: OutputBuffer, err: OutputBuffer, duration_ms: int, *,
-    timed_out: bool, oom_killed: bool, full_logs: bool, disk_limit_exceeded: bool = False,
-) -> ExecResult:
-    """Apply the truncation policy to both streams and fill the ExecResult flags."""
-    out_text, err_text = decode(out.data()), decode(err.data())
-    out_t, err_t = truncate(out_text), truncate(err_text)
-    kept = out_t if out_t.truncated or not err_t.truncated else err_t
-    return ExecResult(
-        exit_code=exit_code, stdout=out_t.text, stderr=err_t.text, duration_ms=duration_ms,
-        timed_out=timed_out, oom_killed=oom_killed, disk_limit_exceeded=disk_limit_exceeded,
-        stdout_truncated=out_t.truncated, stderr_truncated=err_t.truncated,
-        stdout_total_lines=out.total_lines(), stderr_total_lines=err.total_lines(),
-        kept_head_lines=kept.kept_head_lines, kept_tail_lines=kept.kept_tail_lines,
-        full_stdout=out_text if full_logs else None,
-        full_stderr=err_text if full_logs else None,
-    )
-
-
-def parse_facts(text: str) -> dict[str, str]:
-    """Split the output of FACTS_SCRIPT into {key: first line of output}."""
-    facts: dict[str, str] = {}
-    key = None
-    for line in text.splitlines():
-        if line.startswith("@@"):
-            key = line[2:]
-            facts[key] = ""
-        elif key is not None and not facts[key]:
-            facts[key] = line.strip()
-    return facts
-
-
-def secret_like(key: str) -> bool:
-    upper = key.upper()
-    return any(word in upper for word in ("TOKEN", "SECRET", "PASSWORD", "KEY", "AUTH"))
-
-
-def redact_env(env: Mapping[str, str]) -> dict[str, str]:
-    return {k: ("***" if secret_like(k) else v) for k, v in sorted(env.items())}
+from pytest_agentbench.sandbox.port import ExecResult, SandboxError, SandboxSpec
 
 
 def pump(stream: IO[bytes], sink: OutputBuffer) -> None:

@@ -1,0 +1,90 @@
+"""The Docker engine's address and errors, and the containers this process created.
+
+A container is registered before it starts and forgotten when removed; whatever is still
+registered at interpreter exit is removed then (atexit), and SIGTERM unwinds like Ctrl-C so that
+teardown and atexit run. Workspace filesystems (sandbox/disk.py) are released after that.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import signal
+import threading
+from typing import Any
+
+import docker
+import requests
+from docker.errors import DockerException, NotFound
+
+from pytest_agentbench.sandbox import disk
+from pytest_agentbench.sandbox.port import SandboxError
+
+DockerErrors = (DockerException, requests.RequestException, OSError)
+
+_LIVE: dict[str, docker.DockerClient] = {}
+_LIVE_LOCK = threading.Lock()
+_atexit_registered = False
+
+
+def docker_host() -> str:
+    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+
+
+def register(container_id: str, client: docker.DockerClient) -> None:
+    with _LIVE_LOCK:
+        _LIVE[container_id] = client
+    install_exit_hooks()
+
+
+def install_exit_hooks() -> None:
+    """Once per process: at exit remove the live containers, then release the workspace
+    filesystems; SIGTERM unwinds like Ctrl-C."""
+    global _atexit_registered
+    with _LIVE_LOCK:
+        if not _atexit_registered:
+            atexit.register(disk.release_all)  # runs after the containers are removed
+            atexit.register(remove_live_containers)
+            _atexit_registered = True
+            _sigterm_as_interrupt()
+
+
+def _sigterm_as_interrupt() -> None:
+    """Let SIGTERM unwind like Ctrl-C (so teardown and atexit remove the containers), unless
+    someone else already handles it."""
+    if (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL):
+        signal.signal(signal.SIGTERM, _raise_interrupt)
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _unregister(container_id: str) -> None:
+    with _LIVE_LOCK:
+        _LIVE.pop(container_id, None)
+
+
+def remove_container(api: Any, container_id: str) -> bool:
+    """Force-remove one container (and its anonymous volumes); False if it was already gone."""
+    try:
+        api.remove_container(container_id, force=True, v=True)
+        removed = True
+    except NotFound:
+        removed = False
+    except DockerErrors as exc:  # stays registered: the atexit hook tries again
+        raise SandboxError(f"cannot remove container {container_id[:12]}: {exc}") from exc
+    _unregister(container_id)
+    return removed
+
+
+def remove_live_containers() -> int:
+    """Remove every container this process created and has not removed yet (atexit)."""
+    with _LIVE_LOCK:
+        live = list(_LIVE.items())
+    for container_id, client in live:
+        with contextlib.suppress(SandboxError):
+            remove_container(client.api, container_id)
+    return len(live)

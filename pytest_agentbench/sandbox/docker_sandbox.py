@@ -1,0 +1,268 @@
+"""One Docker sandbox: a long-lived container whose commands run by docker exec.
+
+One command at a time per sandbox (a lock): when it ends, every process of the command user in
+the container is killed. docker-py's exec has no timeout, so every command runs under
+docker_policy.WRAPPER (`timeout -k 2`) and the host waits at most `timeout + HOST_GRACE_SEC`
+before killing the command's processes itself. The exit status is the wrapper's as the engine saw
+it (exec_inspect): nothing the command prints can decide it, and a killed wrapper reads as 128+n.
+A container that stopped while the engine answers raises SandboxExited, an unreachable engine a
+plain SandboxError. The factory that opens these is in sandbox/docker.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import posixpath
+import secrets
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any, Protocol
+
+import docker
+
+from pytest_agentbench.paths.files import Files
+from pytest_agentbench.paths.host_files import HostFiles
+from pytest_agentbench.sandbox import disk
+from pytest_agentbench.sandbox import docker_policy as policy
+from pytest_agentbench.sandbox.capture import (
+    CAPTURE_CAP,
+    FACTS_SCRIPT,
+    FULL_CAPTURE_CAP,
+    KILL_GRACE_SEC,
+    OutputBuffer,
+    build_result,
+    parse_facts,
+)
+from pytest_agentbench.sandbox.disk import DiskGuard
+from pytest_agentbench.sandbox.docker_containers import DockerErrors, remove_container
+from pytest_agentbench.sandbox.port import ExecResult, SandboxError, SandboxExited, SandboxSpec
+
+HOST_GRACE_SEC = 5.0
+
+
+class ContainerHost(Protocol):
+    """What a DockerSandbox needs from the factory that opened it (DockerSandboxFactory)."""
+
+    os_facts_cache: dict[str, dict[str, str]]  # image id -> OS facts, probed once per image
+
+    @property
+    def client(self) -> docker.DockerClient: ...
+    def disk_mode(self, spec: SandboxSpec) -> str: ...
+    def engine_facts(self) -> dict[str, Any]: ...
+    def loopfs_problem(self) -> str | None: ...
+    def forget(self, container_id: str) -> None: ...
+
+
+def _drain(stream: Iterator[tuple[bytes | None, bytes | None]], out: OutputBuffer,
+           err: OutputBuffer, errors: list[BaseException]) -> None:
+    """Reader thread: copy a demultiplexed exec stream into two buffers."""
+    try:
+        for chunk_out, chunk_err in stream:
+            out.append(chunk_out or b"")
+            err.append(chunk_err or b"")
+    except Exception as exc:  # noqa: BLE001 - reported by exec()
+        errors.append(exc)
+
+
+class DockerSandbox:
+    def __init__(self, factory: ContainerHost, container_id: str, spec: SandboxSpec,
+                 args: dict[str, Any], image: dict[str, Any], user: tuple[int, int]) -> None:
+        self.spec = spec
+        self.container_id = container_id
+        self.uid, self.gid = user
+        self.user = f"{self.uid}:{self.gid}"  # every exec; the container's own user is root
+        owner_uid = self.uid if os.geteuid() == 0 else None
+        self.files: Files = HostFiles(spec.workspace, owner_uid=owner_uid)
+        self.disk = DiskGuard(spec.workspace, spec.disk_limit_mb, factory.disk_mode(spec))
+        self._factory = factory
+        self._api = factory.client.api
+        self._args = args
+        self._image = image
+        self._shell = str(image.get("shell") or "bash")  # the image's execute-only shell
+        self._os_facts: dict[str, str] | None = None
+        self._broken: SandboxError | None = None
+        self._lock = threading.Lock()
+        self.closed = False
+
+    # -- exec ---------------------------------------------------------------------------------
+    def exec(
+        self, command: str, *, timeout_sec: float, env: Mapping[str, str] | None = None,
+        cwd: str | None = None, full_output: bool = False,
+    ) -> ExecResult:
+        """Run one command; concurrent calls wait their turn (see the module docstring)."""
+        with self._lock:
+            self._check_usable()
+            return self._exec(command, max(float(timeout_sec), 0.001), env, cwd,
+                              full_output or self.spec.full_logs)
+
+    def _exec(self, command: str, budget: float, env: Mapping[str, str] | None,
+              cwd: str | None, full: bool) -> ExecResult:
+        nonce = secrets.token_hex(16)
+        argv = [self._shell, "-p", "-c", policy.WRAPPER, "agentbench", f"{budget:.3f}", command,
+                self.disk.fsize_kib]
+        workdir = posixpath.normpath(posixpath.join(self.spec.workdir, cwd or "."))
+        cap = FULL_CAPTURE_CAP if full else CAPTURE_CAP
+        out, err = OutputBuffer(cap), OutputBuffer(cap)
+        self.disk.start()
+        start = time.monotonic()
+        try:
+            exec_id = self._api.exec_create(
+                self.container_id, argv, user=self.user, workdir=workdir,
+                environment={**(env or {}), policy.NONCE_VAR: nonce})["Id"]
+            stream = self._api.exec_start(exec_id, stream=True, demux=True)
+        except DockerErrors as exc:
+            raise self._failure("cannot start a command", exc) from exc
+        errors: list[BaseException] = []
+        reader = threading.Thread(target=_drain, args=(stream, out, err, errors), daemon=True)
+        reader.start()
+        overran, disk_hit = self._wait(reader, start + budget + HOST_GRACE_SEC)
+        if overran or disk_hit:
+            self._reap("it overran its deadline" if overran else "it exceeded the disk limit")
+            reader.join(KILL_GRACE_SEC + 1)
+            if reader.is_alive():
+                stream.close()
+                reader.join(1.0)
+        elif errors:
+            raise self._failure("lost the command's output stream", errors[0])
+        elapsed = time.monotonic() - start
+        seen = policy.parse_trailer(err.pop_trailer(policy.TRAILER + nonce.encode()), nonce)
+        exit_code = self._exit_code(exec_id)
+        if seen is None and not (overran or disk_hit):
+            self._reap("its wrapper was killed")  # its processes may still run
+        if exit_code is None:
+            raise self._failure("cannot read the command's exit status",
+                                TimeoutError("exec_inspect never reported an exit code"))
+        timed_out = overran or (exit_code in (124, 137) and elapsed >= budget)
+        disk_after = self.disk.hit_after(exit_code)  # also the baseline of the next command
+        if disk_hit or disk_after:
+            err.append(self.disk.message(killed=disk_hit).encode())
+        oom = seen is not None and seen[1] and not timed_out
+        return build_result(
+            exit_code, out, err, int(elapsed * 1000), timed_out=timed_out, oom_killed=oom,
+            full_logs=full, disk_limit_exceeded=disk_hit or disk_after)
+
+    def _wait(self, reader: threading.Thread, deadline: float) -> tuple[bool, bool]:
+        """Wait for the command's stream to end: (overran the deadline, grew past the disk
+        limit, checked every WATCH_POLL_SEC when the limit is watched)."""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return reader.is_alive(), False
+            reader.join(min(left, disk.WATCH_POLL_SEC) if self.disk.polls else left)
+            if not reader.is_alive():
+                return False, False
+            if self.disk.polls and self.disk.grew_past():
+                return False, True
+
+    def _exit_code(self, exec_id: str) -> int | None:
+        """The wrapper's exit status as the engine saw it (128+n if a signal killed it)."""
+        deadline = time.monotonic() + 2.0
+        with contextlib.suppress(*DockerErrors):
+            while True:
+                info = self._api.exec_inspect(exec_id)
+                if not info.get("Running") and info.get("ExitCode") is not None:
+                    return int(info["ExitCode"])
+                if time.monotonic() > deadline:
+                    return None
+                time.sleep(0.005)
+        return None
+
+    def _reap(self, why: str) -> None:
+        """Kill every process of the command user in the container, from a fresh exec; if that
+        fails, the sandbox is killed and SandboxExited (or SandboxError) raised."""
+        problem: object = "the kill command failed"
+        for attempt in range(3):
+            try:
+                kill_id = self._api.exec_create(self.container_id,
+                                                [self._shell, "-p", "-c", policy.KILL_SCRIPT],
+                                                user=self.user)["Id"]
+                self._api.exec_start(kill_id)
+                if self._exit_code(kill_id) == 0:
+                    return
+            except DockerErrors as exc:
+                problem = exc
+            state = self._state()
+            if state is None:
+                raise SandboxError(f"cannot stop a command ({why}): {problem} (the engine does "
+                                   "not answer or the container is gone)")
+            if not state.get("Running"):
+                raise self._exited(f"stopping a command ({why})", state)
+            time.sleep(0.1 * (attempt + 1))  # e.g. the pids limit: a process may exit meanwhile
+        with contextlib.suppress(*DockerErrors):
+            self._api.kill(self.container_id)
+        self._broken = SandboxExited(
+            f"a command ({why}) could not be stopped ({problem}); the harness killed the "
+            "sandbox", exit_code=None, status="killed by the harness")
+        raise self._broken
+
+    def _check_usable(self) -> None:
+        if self.closed:
+            raise SandboxError("sandbox is closed")
+        if isinstance(self._broken, SandboxExited):
+            raise SandboxExited(f"sandbox is unusable: {self._broken}",
+                                exit_code=self._broken.exit_code,
+                                oom_killed=self._broken.oom_killed, status=self._broken.status)
+        if self._broken is not None:
+            raise SandboxError(f"sandbox is unusable: {self._broken}")
+
+    def _state(self) -> dict[str, Any] | None:
+        try:
+            return dict(self._api.inspect_container(self.container_id)["State"])
+        except DockerErrors:
+            return None
+
+    def _exited(self, what: str, state: Mapping[str, Any]) -> SandboxExited:
+        code, oom = state.get("ExitCode"), bool(state.get("OOMKilled"))
+        cause = (f"its lifetime of {self.spec.lifetime_sec:g}s ran out" if code == 0 and not oom
+                 else "it ran out of memory" if oom else "its init process ended")
+        self._broken = SandboxExited(
+            f"{what}: the sandbox container exited ({cause}; status {state.get('Status')}, "
+            f"exit code {code}, OOMKilled={oom})",
+            exit_code=code, oom_killed=oom, status=state.get("Status"))
+        return self._broken
+
+    def _failure(self, what: str, exc: BaseException) -> SandboxError:
+        """SandboxExited if the container stopped; SandboxError if the engine does not answer."""
+        state = self._state()
+        if state is None:
+            return SandboxError(f"{what}: {exc} (the engine does not answer or the container "
+                                "is gone)")
+        if not state.get("Running"):
+            return self._exited(what, state)
+        return SandboxError(f"{what}: {exc}")
+
+    # -- facts and lifecycle --------------------------------------------------------------------
+    def facts(self) -> dict[str, Any]:
+        if self._os_facts is None:
+            # The probe costs ~1 s (python, pip, pytest start-ups); the image decides its answer.
+            key = str(self._image.get("id") or self.spec.image)
+            cached = self._factory.os_facts_cache.get(key)
+            if cached is None:
+                probe = self.exec(FACTS_SCRIPT, timeout_sec=60)
+                cached = self._factory.os_facts_cache[key] = parse_facts(probe.stdout)
+            self._os_facts = cached
+        return {
+            "sandbox": "docker", "isolation": "container", "image": self.spec.image,
+            "image_id": self._image.get("id"), "repo_digest": self._image.get("digest"),
+            "container_id": self.container_id, "engine": self._factory.engine_facts(),
+            "create_args": policy.sanitized(self._args, self.spec), "os": dict(self._os_facts),
+            "exec_user": self.user, "private_shell": self._image.get("shell") is not None,
+            "disk_limit": {"mb": self.spec.disk_limit_mb, "enforced": self.disk.mode,
+                           "filesystem_unavailable": self._factory.loopfs_problem()
+                           if self.disk.mode == "watched" else None},
+        }
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self._factory.forget(self.container_id)
+        remove_container(self._api, self.container_id)
+
+    def __enter__(self) -> DockerSandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
