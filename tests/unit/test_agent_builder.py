@@ -1,0 +1,108 @@
+"""agent_builder: the variant checked once per run, then a fresh agent per attempt, made with its
+configuration; third-party factories in the new form (params as keyword arguments) and the old
+one (no arguments, the agent reads ctx.params)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_agentbench.agents import variants
+from pytest_agentbench.agents.builtin import NopAgent, ScriptedAgent
+from pytest_agentbench.agents.llm_config import LLMAgentConfig
+from pytest_agentbench.agents.llm_v0 import LLMAgent
+from pytest_agentbench.agents.port import AgentContext, AgentOutcome
+from pytest_agentbench.agents.variants import Variant, VariantError, agent_builder
+
+
+class NewForm:
+    name = "new-form"
+
+    def __init__(self, *, depth: int = 1, style: str = "plain") -> None:
+        self.depth, self.style = depth, style
+
+    def run(self, ctx: AgentContext) -> AgentOutcome:
+        return AgentOutcome("done")
+
+
+class OldForm:
+    name = "old-form"
+
+    def run(self, ctx: AgentContext) -> AgentOutcome:
+        return AgentOutcome("done", summary=str(ctx.params.get("depth")))
+
+
+class FakeEntryPoint:
+    def __init__(self, name: str, factory: Any) -> None:
+        self.name, self.factory = name, factory
+
+    def load(self) -> Any:
+        return self.factory
+
+
+def test_entry_points_are_scanned_once_per_run_and_each_attempt_gets_a_fresh_agent(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    scans: list[str] = []
+
+    def entry_points(group: str) -> list[FakeEntryPoint]:
+        scans.append(group)
+        return [FakeEntryPoint("new-form", NewForm)]
+
+    monkeypatch.setattr(variants, "entry_points", entry_points)
+    build = agent_builder(Variant("v", "new-form", params={"depth": 3}))
+    agents = [build() for _ in range(3)]
+    assert scans == [variants.ENTRY_POINT_GROUP]
+    assert len({id(a) for a in agents}) == 3
+    assert all(isinstance(a, NewForm) and a.depth == 3 for a in agents)
+
+
+def test_a_factory_gets_the_params_it_takes_else_none_as_before() -> None:
+    hooks = [{"new-form": NewForm, "old-form": OldForm}]
+    made = agent_builder(Variant("v", "new-form", params={"style": "terse"}),
+                         extra_factories=hooks)()
+    assert isinstance(made, NewForm) and (made.depth, made.style) == (1, "terse")
+    # params it does not take: made the old way (it reads ctx.params), as before agent_builder
+    made = agent_builder(Variant("v", "new-form", params={"colour": "red"}),
+                         extra_factories=hooks)()
+    assert isinstance(made, NewForm) and made.style == "plain"
+    made = agent_builder(Variant("v", "old-form", params={"depth": 2}), extra_factories=hooks)()
+    assert isinstance(made, OldForm)
+    script = agent_builder(Variant("v", "scripted", params={"script": "s.yaml"}))()
+    assert isinstance(script, ScriptedAgent) and script.script == "s.yaml"
+
+
+def test_hooks_may_not_shadow_a_builtin_and_unmakeable_factories_fail_up_front() -> None:
+    made = agent_builder(Variant("nop", "nop"), extra_factories=[{"nop": OldForm}])()
+    assert isinstance(made, NopAgent)
+
+    def needs(model: str) -> OldForm:
+        return OldForm()
+
+    with pytest.raises(VariantError, match="^variant v: agent 'needy' cannot be made"):
+        agent_builder(Variant("v", "needy"), extra_factories=[{"needy": needs}])
+    with pytest.raises(VariantError, match="^variant v: unknown agent 'nobody'; known: .*nop"):
+        agent_builder(Variant("v", "nobody"))
+
+
+def test_llm_v0_resolves_its_configuration_once_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[dict[str, Any]] = []
+    real = LLMAgentConfig.resolve
+
+    def counting(variant: Any, cli: Any = None) -> LLMAgentConfig:
+        calls.append(dict(variant))
+        return real(variant, cli)
+
+    monkeypatch.setattr(LLMAgentConfig, "resolve", counting)
+    variant = Variant("local", "llm_v0", params={"max_noop": 5},
+                      model={"preset": "local", "name": "m"}, budgets={"max_cost_usd": 0.5})
+    build = agent_builder(variant, llm_cli={"temperature": 0.7})
+    first, second = build(), build()
+    assert len(calls) == 1 and first is not second
+    assert isinstance(first, LLMAgent) and isinstance(second, LLMAgent)
+    config = first.config
+    assert config is not None and config is second.config
+    assert config.params.max_noop == 5 and config.budget.max_cost_usd == 0.5
+    assert config.model.values["temperature"] == 0.7
+    assert config.model.sources["temperature"] == "cli"
+    assert config.prompt_version.startswith("system_v1@sha256:")
