@@ -61,9 +61,10 @@ def run_doctor(build: bool = True, write: Callable[[str], None] | None = None) -
 
 def _check_hello_task(report: Report, factory: Any, image: str) -> None:
     from pytest_agentbench.cli.doctor_task import hello_task
+    from pytest_agentbench.run.hostenv import owner_uid
 
     try:
-        ok, detail = hello_task(factory, image, 1000 if os.geteuid() == 0 else None)
+        ok, detail = hello_task(factory, image, owner_uid("docker"))
     except Exception as exc:  # noqa: BLE001 - one line, whatever broke
         ok, detail = False, f"{type(exc).__name__}: {exc}"
     report(ok, "hello task end to end", detail)

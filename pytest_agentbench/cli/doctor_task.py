@@ -1,8 +1,9 @@
 """The doctor's end-to-end check: a tiny task through the real pipeline (spec improvement 20).
 
 It makes a throwaway repository with one bug and one test, then runs the oracle through the same
-Trial that pytest uses (mirror, sandbox, setup, baseline twice, tools, scoring, records), and
-the nop agent to prove the task really fails without the fix.
+attempt factory and Trial that pytest uses (mirror, sandbox, setup, baseline twice, tools,
+scoring, records), and the nop agent to prove the task really fails without the fix: the same
+oracle+nop validation as `agentbench validate-tasks --run`.
 """
 
 from __future__ import annotations
@@ -10,11 +11,11 @@ from __future__ import annotations
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any
 
-from pytest_agentbench.agents.builtin import NopAgent, OracleAgent
-from pytest_agentbench.core.trial import Trial, TrialConfig
 from pytest_agentbench.repos import MirrorCache
+from pytest_agentbench.run.factory import SharedAttemptConfig
+from pytest_agentbench.run.validation import validate_task
+from pytest_agentbench.sandbox.port import SandboxFactory
 from pytest_agentbench.tasks.loader import load_task
 
 TASK_YAML = """task_spec_version: 1
@@ -52,7 +53,9 @@ def _make_repo(root: Path) -> tuple[str, str]:
     return f"file://{repo}", commit
 
 
-def hello_task(factory: Any, image: str, owner_uid: int | None) -> tuple[bool, str]:
+def hello_task(sandboxes: SandboxFactory, image: str, owner: int | None) -> tuple[bool, str]:
+    """The oracle+nop validation (run/validation.py) of a throwaway one-bug task, the
+    workspace handed to `owner` (hostenv.owner_uid); no environment or pip cache is used."""
     with tempfile.TemporaryDirectory(prefix="agentbench-doctor-") as tmp:
         root = Path(tmp)
         url, commit = _make_repo(root)
@@ -61,20 +64,13 @@ def hello_task(factory: Any, image: str, owner_uid: int | None) -> tuple[bool, s
         (task_dir / "task.yaml").write_text(TASK_YAML.format(url=url, commit=commit))
         (task_dir / "oracle.patch").write_text(ORACLE)
         task = load_task(task_dir / "task.yaml", check_layout=False)
-        mirrors = MirrorCache(root / "git")
-        results = {}
-        for agent in (OracleAgent(), NopAgent()):
-            cfg = TrialConfig(run_id=f"doctor-{agent.name}", run_dir=root / "run",
-                              work_root=root / "work", variant=agent.name,
-                              variant_config_hash="doctor", image=image, harness_version="doctor",
-                              owner_uid=owner_uid, env_cache=None)
-            record = Trial(task, cfg, factory, mirrors, agent).run()
-            results[agent.name] = record
-    oracle, nop = results["oracle"], results["nop"]
-    if not oracle.result.passed:
-        result = oracle.result
-        return False, f"oracle did not pass: {result.failure_reason}: {result.summary}"
-    if nop.result.failure_reason != "TESTS_FAILED":
-        return False, f"nop should fail with TESTS_FAILED, got {nop.result.failure_reason}"
-    return True, (f"oracle passed in {oracle.duration_sec:.1f}s, nop failed with TESTS_FAILED "
-                  f"(baseline ran {len(oracle.baseline_validation.runs)} times)")
+        shared = SharedAttemptConfig(
+            run_id="doctor", run_dir=root / "run", work_root=root / "work", variant="doctor",
+            variant_config_hash="doctor", image=image, harness_version="doctor",
+            owner_uid=owner)
+        result = validate_task(task, shared, sandboxes, MirrorCache(root / "git"))
+    if not result.ok:
+        return False, result.detail
+    oracle = result.oracle
+    return True, (f"oracle passed in {oracle['duration_sec']:.1f}s, nop failed with TESTS_FAILED "
+                  f"(baseline ran {len(oracle['baseline_validation']['runs'])} times)")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -173,42 +172,26 @@ class _ReplayAgent:
 
 def _run_trial(task: LoadedTask, record: dict[str, Any], script: Path, out: Path,
                args: argparse.Namespace) -> dict[str, Any]:
-    from pytest_agentbench.core.trial import Trial, TrialConfig
     from pytest_agentbench.repos.mirror import MirrorCache
-    from pytest_agentbench.run.hostenv import trial_defaults
-    from pytest_agentbench.text.redaction import Redactor
-    from pytest_agentbench.version import harness_version
+    from pytest_agentbench.run.factory import AttemptFactory, SharedAttemptConfig, sandbox_factory
+    from pytest_agentbench.run.hostenv import trial_defaults, work_root
 
     image = _image(args, record)
     run_id = f"replay-{out.name}"
-    redactor = Redactor.for_task(task.spec)
-    cfg = TrialConfig(
-        run_id=run_id, run_dir=out,
-        work_root=Path(tempfile.gettempdir()) / "agentbench-work" / run_id,
-        variant="replay", variant_config_hash=str(record.get("variant_config_hash", "")),
+    shared = SharedAttemptConfig(
+        run_id=run_id, run_dir=out, work_root=work_root(run_id), variant="replay",
+        variant_config_hash=str(record.get("variant_config_hash", "")),
         image=image["name"], image_id=image["id"], image_digest=image["digest"],
-        harness_version=harness_version(), attempt_index=int(record.get("attempt_index", 0)),
-        worker="replay", **trial_defaults(args.sandbox),
-        events_path=out / "events.jsonl", redact=redactor.redact, redact_obj=redactor.redact_obj,
-    )
-    factory = _factory(args.sandbox)
+        worker="replay", events_path=out / "events.jsonl", **trial_defaults(args.sandbox))
+    sandboxes = sandbox_factory(args.sandbox)
+    attempts = AttemptFactory(shared, sandboxes, MirrorCache(args.git_cache),
+                              lambda: _ReplayAgent(script, record))
     try:
-        new = Trial(task, cfg, factory, MirrorCache(args.git_cache), _ReplayAgent(script, record)
-                    ).run().to_json_dict()
+        new = attempts.run(task, index=int(record.get("attempt_index", 0)))
     finally:
-        factory.sweep({"agentbench.run_id": run_id})
+        sandboxes.sweep({"agentbench.run_id": run_id})
     write_json(out / "attempt.json", new)
     return new
-
-
-def _factory(kind: str) -> Any:
-    if kind == "local":
-        from pytest_agentbench.sandbox.local import LocalSandboxFactory
-
-        return LocalSandboxFactory()
-    from pytest_agentbench.sandbox.docker import DockerSandboxFactory
-
-    return DockerSandboxFactory()
 
 
 def _image(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
@@ -234,7 +217,6 @@ def _image(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
         print(f"  note: the runner image differs from the run's ({recorded[:19]} then, "
               f"{str(image['id'])[:19]} now)", file=sys.stderr)
     return image
-
 
 
 def _describe(result: dict[str, Any]) -> str:

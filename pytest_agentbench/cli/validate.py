@@ -1,8 +1,9 @@
 """`agentbench validate-tasks`: check a suite against the inclusion rules (taskpacks/README.md).
 
 Without `--run` it only loads every task.yaml and prints each problem on one line. With `--run`
-each valid task goes through the real pipeline twice, with the oracle and with nop: a task is
-accepted when its baseline fails consistently, the oracle passes and nop fails with TESTS_FAILED.
+each valid task goes through the real pipeline twice, with the oracle and with nop
+(`run/validation.py`, the same check the doctor makes): a task is accepted when its baseline
+fails consistently, the oracle passes and nop fails with TESTS_FAILED.
 """
 
 from __future__ import annotations
@@ -10,7 +11,12 @@ from __future__ import annotations
 import argparse
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_agentbench.repos import MirrorCache
+    from pytest_agentbench.run.factory import SharedAttemptConfig
+    from pytest_agentbench.sandbox.port import SandboxFactory
 
 
 def add_validate_command(sub: Any) -> None:
@@ -23,7 +29,7 @@ def add_validate_command(sub: Any) -> None:
 
 
 def validate_tasks(args: argparse.Namespace) -> int:
-    from pytest_agentbench.tasks.loader import discover
+    from pytest_agentbench.tasks.discovery import discover
 
     loaded = discover(Path(args.taskpacks), args.suite)
     for problem in loaded.problems:
@@ -33,45 +39,30 @@ def validate_tasks(args: argparse.Namespace) -> int:
         for task in tasks:
             print(f"OK      {task.id}: spec valid")
         return 1 if loaded.problems else 0
+    from pytest_agentbench.run.validation import validate_task
+
     bad = len(loaded.problems)
     with tempfile.TemporaryDirectory(prefix="agentbench-validate-") as tmp:
-        runner = _Runner(Path(tmp))
+        shared, sandboxes, mirrors = _throwaway_run(Path(tmp))
         for task in tasks:
-            ok, detail = runner.check(task)
-            bad += not ok
-            print(f"{'OK     ' if ok else 'REJECT '} {task.id}: {detail}", flush=True)
+            result = validate_task(task, shared, sandboxes, mirrors)
+            bad += not result.ok
+            print(f"{'OK     ' if result.ok else 'REJECT '} {task.id}: {result.detail}", flush=True)
     print(f"{len(tasks) + len(loaded.problems) - bad} accepted, {bad} rejected")
     return 1 if bad else 0
 
 
-class _Runner:
-    def __init__(self, root: Path) -> None:
-        from pytest_agentbench.repos import MirrorCache
-        from pytest_agentbench.sandbox.docker import DockerSandboxFactory
-        from pytest_agentbench.sandbox.image import ensure_image
+def _throwaway_run(root: Path) -> tuple[SharedAttemptConfig, SandboxFactory, MirrorCache]:
+    """Docker sandboxes with the current runner image, attempts under `root`."""
+    from pytest_agentbench.repos import MirrorCache
+    from pytest_agentbench.run.factory import SharedAttemptConfig, sandbox_factory
+    from pytest_agentbench.run.hostenv import trial_defaults
+    from pytest_agentbench.sandbox.image import ensure_image
 
-        self.root, self.factory, self.mirrors = root, DockerSandboxFactory(), MirrorCache()
-        info = ensure_image(quiet=True)
-        self.image, self.image_id = info.name, info.image_id
-
-    def check(self, task: Any) -> tuple[bool, str]:
-        from pytest_agentbench.agents.builtin import NopAgent, OracleAgent
-        from pytest_agentbench.core.trial import Trial, TrialConfig
-        from pytest_agentbench.run.hostenv import trial_defaults
-
-        records = {}
-        for agent in (OracleAgent(), NopAgent()):
-            cfg = TrialConfig(run_id=f"validate-{agent.name}", run_dir=self.root / "run",
-                              work_root=self.root / "work", variant=agent.name,
-                              variant_config_hash="validate", image=self.image,
-                              image_id=self.image_id, harness_version="validate",
-                              **trial_defaults())
-            records[agent.name] = Trial(task, cfg, self.factory, self.mirrors, agent).run()
-        oracle, nop = records["oracle"].result, records["nop"].result
-        if nop.failure_reason not in (None, "TESTS_FAILED"):
-            return False, f"{nop.failure_reason}: {nop.summary}"
-        if nop.passed:
-            return False, "passes under nop: nothing for an agent to fix"
-        if not oracle.passed:
-            return False, f"oracle fails: {oracle.failure_reason}: {oracle.summary}"
-        return True, "baseline fails consistently, oracle passes, nop fails with TESTS_FAILED"
+    sandboxes, mirrors = sandbox_factory("docker"), MirrorCache()
+    info = ensure_image(quiet=True)
+    shared = SharedAttemptConfig(
+        run_id="validate", run_dir=root / "run", work_root=root / "work", variant="validate",
+        variant_config_hash="validate", image=info.name, image_id=info.image_id,
+        harness_version="validate", **trial_defaults())
+    return shared, sandboxes, mirrors

@@ -10,13 +10,12 @@ import csv
 import io
 import json
 import math
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from pytest_agentbench.reporting.gate import GateResult
 from pytest_agentbench.reporting.paired import PairedReport
-from pytest_agentbench.reporting.summary import RunSummary
 
 PAIR_COLUMNS = ["task_id", "attempt_index", "suite", "a_passed", "b_passed", "outcome"]
 GATE_COLUMNS = [
@@ -26,6 +25,17 @@ GATE_COLUMNS = [
     "resamples",
 ]
 _MD_ROWS = 30
+
+
+class RenderableSummary(Protocol):
+    """What the summary renderings read: a `summary.RunSummary`. Named by its shape so that
+    this module does not import summary.py, whose `write_summary` renders with it."""
+
+    @property
+    def data(self) -> dict[str, Any]: ...
+
+    @property
+    def tables(self) -> dict[str, Any]: ...
 
 
 def json_safe(value: Any) -> Any:
@@ -84,7 +94,7 @@ def _interval(row: dict[str, Any]) -> str:
     return f"[{pct(row['ci_low'])}, {pct(row['ci_high'])}]"
 
 
-def summary_markdown(summary: RunSummary) -> str:
+def summary_markdown(summary: RenderableSummary) -> str:
     d = summary.data
     run, c, pr, usage = d["run"], d["counts"], d["pass_rate"], d["usage"]
     out = [f"# Run summary: {cell(run['run_id'])}", "",
@@ -154,13 +164,13 @@ def _task_rows(by_task: list[dict[str, Any]]) -> list[list[Any]]:
     return sorted(rows, key=lambda row: (-row[2], row[0]))
 
 
-def summary_csv(summary: RunSummary) -> str:
+def summary_csv(summary: RenderableSummary) -> str:
     buf = io.StringIO()
     summary.tables["scopes"].to_csv(buf, index=False, lineterminator="\n", float_format="%.10g")
     return buf.getvalue()
 
 
-def render_summary(summary: RunSummary, fmt: str) -> str:
+def render_summary(summary: RenderableSummary, fmt: str) -> str:
     if fmt == "md":
         return summary_markdown(summary)
     if fmt == "csv":
