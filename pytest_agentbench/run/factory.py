@@ -95,9 +95,15 @@ class AttemptFactory:
     ) -> None:
         self.shared, self.sandboxes, self.mirrors, self.make_agent = (
             shared, sandboxes, mirrors, agent)
+        self._for_task: tuple[Any, Redactor] | None = None  # the last task's own redactor
 
     def redactor(self, task: LoadedTask) -> Redactor:
-        return self.shared.redactor or Redactor.for_task(task.spec)
+        """The run's redactor, or (when it has none) one for the task's own secrets."""
+        if self.shared.redactor is not None:
+            return self.shared.redactor
+        if self._for_task is None or self._for_task[0] is not task.spec:
+            self._for_task = (task.spec, Redactor.for_task(task.spec))
+        return self._for_task[1]
 
     def config(
         self,
