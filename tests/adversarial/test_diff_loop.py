@@ -25,8 +25,6 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
 from pytest_agentbench.sandbox.port import SandboxFactory
 from tests.adversarial.test_diff_support import (  # noqa: F401 - fixtures
     Bench,
@@ -38,8 +36,6 @@ from tests.adversarial.test_diff_support import (  # noqa: F401 - fixtures
     sandbox_kind,
     tree_state,
 )
-
-pytestmark = [pytest.mark.adversarial]
 
 ROUNDS = 40
 SHELL_EDITS_PER_ROUND = 30

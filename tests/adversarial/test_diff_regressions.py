@@ -33,8 +33,6 @@ from tests.adversarial.test_diff_support import (  # noqa: F401 - fixtures
     tree_state,
 )
 
-pytestmark = [pytest.mark.adversarial]
-
 Kind = tuple[str, SandboxFactory]
 FILES: dict[str, bytes | str] = {
     ".gitignore": "*.log\n",
@@ -199,7 +197,6 @@ def test_the_harness_index_tampered_or_removed_is_rebuilt(
         bench.close()
 
 
-@pytest.mark.unit
 def test_a_tool_call_that_raises_is_still_in_tool_calls_jsonl(tmp_path: Path) -> None:
     from pytest_agentbench.sandbox.local import LocalSandboxFactory
 
@@ -231,7 +228,6 @@ PROBES = [
 ]
 
 
-@pytest.mark.unit
 def test_base_ignore_rules_translate_to_what_git_ignores(tmp_path: Path) -> None:
     """One exclude file made of the workspace's .gitignore files ignores exactly what git does."""
     from pytest_agentbench.core.gitops import base_excludes

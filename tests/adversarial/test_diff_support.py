@@ -59,7 +59,7 @@ def diff_docker_factory() -> Iterator[Any]:
     assert factory.sweep({SESSION_LABEL: SESSION_ID}) == 0, "sandboxes were left behind"
 
 
-@pytest.fixture(params=["local", pytest.param("docker", marks=pytest.mark.docker)])
+@pytest.fixture(params=["local", "docker"])
 def sandbox_kind(request: pytest.FixtureRequest) -> Iterator[tuple[str, SandboxFactory]]:
     if request.param == "local":
         local = LocalSandboxFactory()

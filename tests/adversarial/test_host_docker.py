@@ -22,8 +22,6 @@ import pytest
 from pytest_agentbench.sandbox.port import SandboxSpec
 from pytest_agentbench.tools.toolbox import Toolbox, ToolPolicy, ToolResult
 
-pytestmark = [pytest.mark.adversarial, pytest.mark.docker]
-
 LABEL = "agentbench.test_host"
 SESSION = uuid.uuid4().hex[:12]
 

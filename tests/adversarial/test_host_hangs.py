@@ -27,8 +27,6 @@ from pytest_agentbench.sandbox.local import LocalSandbox, LocalSandboxFactory
 from pytest_agentbench.sandbox.port import SandboxSpec
 from pytest_agentbench.tools.toolbox import Toolbox, ToolPolicy, ToolResult
 
-pytestmark = [pytest.mark.adversarial, pytest.mark.unit]
-
 T = TypeVar("T")
 PATHOLOGICAL_GLOB = "*a*a*a*a*a*a*a*b"
 

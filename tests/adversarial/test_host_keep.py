@@ -19,8 +19,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.adversarial, pytest.mark.unit]
-
 
 def git(cwd: Path, *args: str, ceiling: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(ceiling), "GIT_PAGER": "cat",

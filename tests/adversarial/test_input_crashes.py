@@ -18,8 +18,6 @@ from pytest_agentbench.agents.variants import VariantError, load_variant
 from pytest_agentbench.tasks.loader import TASK_FILE, discover
 from tests.unit.test_plugin_pytester import SUITE, Pack
 
-pytestmark = [pytest.mark.adversarial, pytest.mark.unit]
-
 USAGE_ERROR = 4
 DEEP = 3000
 

@@ -20,8 +20,6 @@ import yaml
 from pytest_agentbench.agents.variants import VariantError, load_variant
 from pytest_agentbench.tasks.loader import MAX_PROBLEMS, LoadResult, discover
 
-pytestmark = [pytest.mark.adversarial, pytest.mark.unit]
-
 SUITE = "fuzz"
 MAX_LINE = 400
 DEEP = 3000

@@ -22,8 +22,6 @@ from pytest_agentbench.repos.gitcmd import GitFailed, run_git
 from pytest_agentbench.tasks.loader import discover
 from tests.unit.test_plugin_pytester import SUITE, Pack
 
-pytestmark = [pytest.mark.adversarial, pytest.mark.unit]
-
 
 def attack_urls(marker: Path) -> dict[str, str]:
     """URLs that each try to create `marker` on the host."""

@@ -22,8 +22,6 @@ from pytest_agentbench.agents.builtin import OracleAgent, ScriptedAgent
 from pytest_agentbench.tasks.loader import discover, load_task
 from tests.unit.test_plugin_pytester import ORACLE_PATCH, SUITE, Pack
 
-pytestmark = [pytest.mark.adversarial, pytest.mark.unit]
-
 SECRET = "root:$6$very-secret-hash:19000:0:99999:7:::"
 
 

@@ -11,8 +11,6 @@ from pydantic import ValidationError
 
 from pytest_agentbench.schemas.task import AgentSpec, EnvironmentSpec, TaskSpec, ValidationSpec
 
-pytestmark = [pytest.mark.adversarial, pytest.mark.unit]
-
 
 def spec(**sections: dict[str, Any]) -> TaskSpec:
     data: dict[str, Any] = {

@@ -34,8 +34,6 @@ import pytest
 from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
 from pytest_agentbench.schemas.records import AttemptRecord
 
-pytestmark = [pytest.mark.adversarial, pytest.mark.docker, pytest.mark.e2e]
-
 SLOW = "sleep 2; grep -qx good value.txt"  # each attempt: two baseline runs and one score run
 ORACLE_PATCH = """\
 diff --git a/value.txt b/value.txt

@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.adversarial, pytest.mark.unit]
-
 USAGE_ERROR = 4
 
 

@@ -17,8 +17,6 @@ import pytest
 
 from pytest_agentbench.text.redaction import Redactor
 
-pytestmark = [pytest.mark.adversarial, pytest.mark.unit]
-
 # --------------------------------------------------------------------------- the patterns
 
 LEAKS = [  # (text, the secret that must go, what must stay)

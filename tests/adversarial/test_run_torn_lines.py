@@ -18,8 +18,6 @@ import pytest
 from pytest_agentbench.core import rundir
 from pytest_agentbench.schemas.records import AttemptRecord
 
-pytestmark = [pytest.mark.adversarial, pytest.mark.unit]
-
 FRAGMENT = '{"attempt_id": "x", "task_id": "b-task", "resu'  # a record cut mid-write
 FIXED = "grep -qx good value.txt"
 ORACLE_PATCH = """\

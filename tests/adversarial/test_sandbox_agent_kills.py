@@ -25,8 +25,6 @@ docker_sandboxes = support.docker_sandboxes
 make_docker_sandbox = support.make_docker_sandbox
 sandbox_spec = support.sandbox_spec
 
-pytestmark = [pytest.mark.adversarial, pytest.mark.docker]
-
 
 def exited_type() -> type[BaseException]:
     exited = getattr(ports, "SandboxExited", None)

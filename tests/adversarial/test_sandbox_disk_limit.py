@@ -28,7 +28,6 @@ docker_sandboxes = support.docker_sandboxes
 make_docker_sandbox = support.make_docker_sandbox
 sandbox_spec = support.sandbox_spec
 
-pytestmark = [pytest.mark.adversarial, pytest.mark.docker]
 MiB = 1 << 20
 
 

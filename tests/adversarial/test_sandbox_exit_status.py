@@ -19,8 +19,6 @@ docker_sandboxes = support.docker_sandboxes
 make_docker_sandbox = support.make_docker_sandbox
 sandbox_spec = support.sandbox_spec
 
-pytestmark = [pytest.mark.adversarial, pytest.mark.docker]
-
 WRAPPER_PID = "w=$(ps -o ppid= -p $PPID | tr -d ' ')"  # command bash <- timeout <- wrapper
 FORGE = (r"""printf '\n\036agentbench-end:%s 0 0 0\n' "${AGENTBENCH_EXEC_ID:-guess}" >&2""")
 

@@ -20,8 +20,6 @@ docker_sandboxes = support.docker_sandboxes
 make_docker_sandbox = support.make_docker_sandbox
 sandbox_spec = support.sandbox_spec
 
-pytestmark = [pytest.mark.adversarial, pytest.mark.docker]
-
 LINGER = "cp /bin/sleep /tmp/lingerer && "  # a process name no harness process has
 
 QUIET = " </dev/null >/dev/null 2>&1"

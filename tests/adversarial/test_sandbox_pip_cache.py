@@ -16,8 +16,6 @@ import pytest
 from pytest_agentbench.core.trial_config import TrialConfig, sandbox_spec
 from pytest_agentbench.schemas.task import TaskSpec
 
-pytestmark = [pytest.mark.adversarial, pytest.mark.unit]
-
 
 def task(task_id: str, url: str = "https://example.com/r.git", suite: str = "s",
          **environment: Any) -> TaskSpec:

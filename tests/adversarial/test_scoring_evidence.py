@@ -15,8 +15,6 @@ from pytest_agentbench.paths.globs import matches_any
 from pytest_agentbench.paths.host_files import HostFiles
 from pytest_agentbench.sandbox.port import ExecResult, SandboxExited
 
-pytestmark = [pytest.mark.adversarial, pytest.mark.unit]
-
 JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="0"
 failures="{failures}" skipped="0" tests="3"><testcase classname="tests.test_mathx" name="test_mean"
 time="0.001">{mean_child}</testcase><testcase classname="tests.test_mathx.TestMedian"

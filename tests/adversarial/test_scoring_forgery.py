@@ -9,8 +9,6 @@ import pytest
 
 from tests.e2e.test_anticheat import run_scripted
 
-pytestmark = [pytest.mark.adversarial, pytest.mark.docker, pytest.mark.e2e]
-
 FIX_UNITS = (  # the oracle's fix of fix-parse-size-units, done by shell
     "sed -i 's/1000 \\*\\* 2/1024 ** 2/' minilib/units.py && "
     "sed -i 's/\\.strip()/.strip().lower()/' minilib/config.py"

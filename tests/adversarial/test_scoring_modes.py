@@ -7,8 +7,6 @@ import pytest
 
 from tests.unit.test_plugin_pytester import SUITE, Pack, run_suite
 
-pytestmark = [pytest.mark.adversarial, pytest.mark.unit]
-
 
 @pytest.fixture
 def pack(pytester: pytest.Pytester) -> Pack:

@@ -10,11 +10,7 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from tests.adversarial.test_trial_limits import run_agent
-
-pytestmark = [pytest.mark.adversarial, pytest.mark.docker, pytest.mark.e2e]
 
 PLANT = (
     "git init -q --bare .evil && "

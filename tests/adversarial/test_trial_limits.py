@@ -13,8 +13,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-pytestmark = [pytest.mark.adversarial, pytest.mark.docker, pytest.mark.e2e]
-
 ROOT = Path(__file__).resolve().parents[2]
 
 

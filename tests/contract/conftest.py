@@ -50,7 +50,7 @@ def docker_factory() -> Iterator[Any]:
     assert leaked == 0, f"{leaked} sandbox container(s) of this test session were left behind"
 
 
-@pytest.fixture(params=["local", pytest.param("docker", marks=pytest.mark.docker)])
+@pytest.fixture(params=["local", "docker"])
 def sandbox_factory(request: pytest.FixtureRequest) -> Iterator[SandboxFactory]:
     if request.param == "local":
         local = LocalSandboxFactory()

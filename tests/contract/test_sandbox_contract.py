@@ -30,8 +30,7 @@ def isolation_only(reason: str) -> Callable[[F], F]:
 
     def mark(fn: F) -> F:
         fn.__doc__ = f"{fn.__doc__ or fn.__name__} [docker only: {reason}]"
-        parametrized = pytest.mark.parametrize("sandbox_factory", ["docker"], indirect=True)(fn)
-        return pytest.mark.docker(parametrized)  # type: ignore[no-any-return]
+        return pytest.mark.parametrize("sandbox_factory", ["docker"], indirect=True)(fn)  # type: ignore[no-any-return]
 
     return mark
 

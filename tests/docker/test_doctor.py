@@ -22,7 +22,6 @@ def daemon_answers() -> bool:
     return True
 
 
-@pytest.mark.docker
 def test_doctor_passes_here() -> None:
     if not daemon_answers():
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):

@@ -12,10 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
-
-pytestmark = [pytest.mark.docker, pytest.mark.e2e]
 
 ROOT = Path(__file__).resolve().parents[2]
 FORCE_PASS_CONFTEST = (

@@ -22,8 +22,6 @@ except ImportError:  # pragma: no cover
     expect = None  # type: ignore[assignment]
 from pytest_agentbench.reporting.synthetic import make_record, write_artifacts, write_run
 
-pytestmark = pytest.mark.e2e
-
 CHROMIUM = os.environ.get("AGENTBENCH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]

@@ -17,8 +17,6 @@ import pytest
 from pytest_agentbench.schemas.records import AttemptRecord
 from tests.fakes.openai_server import FakeOpenAIServer, Fault, json_in_content, tool_reply
 
-pytestmark = [pytest.mark.docker, pytest.mark.e2e]
-
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "fix-mean-off-by-one"
 TASK_DIR = ROOT / "taskpacks" / "custom-dev" / TASK

@@ -15,8 +15,6 @@ from pathlib import Path
 import pytest
 from statsmodels.stats.contingency_tables import mcnemar
 
-pytestmark = [pytest.mark.docker, pytest.mark.e2e]
-
 ROOT = Path(__file__).resolve().parents[2]
 SELECT = "mean or slug or override or passes"  # 3 valid tasks and one invalid one
 

@@ -41,8 +41,6 @@ from tests.e2e.conftest import (
     sequence_problems,
 )
 
-pytestmark = [pytest.mark.docker, pytest.mark.e2e]
-
 
 @dataclass
 class Workspace:

@@ -38,8 +38,6 @@ from tests.e2e.conftest import (
     sequence_problems,
 )
 
-pytestmark = pytest.mark.e2e
-
 USAGE_ERROR = 4
 ONE_TASK = "fix-mean-off-by-one"
 # Four tasks the oracle solves on the local sandbox: resume needs a run long enough to kill.

@@ -39,8 +39,6 @@ from tests.fakes.openai_server import (
     tool_reply,
 )
 
-pytestmark = pytest.mark.unit
-
 TOOLS = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
          for n in ("read_file", "write_file", "finish")]
 MESSAGES: list[dict[str, Any]] = [{"role": "user", "content": "fix the bug"}]

@@ -80,7 +80,6 @@ DELETE = object()
 FILE = f"taskpacks/{SUITE}/t1/task.yaml"
 
 
-@pytest.mark.unit
 def test_valid_minimal_task_loads() -> None:
     path = write_task("t1", MINIMAL)
     result = discover(Path("taskpacks"), [SUITE])
@@ -95,7 +94,6 @@ def test_valid_minimal_task_loads() -> None:
     assert task.spec_hash == spec_hash(task.spec)
 
 
-@pytest.mark.unit
 def test_spec_hash_ignores_formatting_but_not_content() -> None:
     first = load_task(write_task("t1", MINIMAL))
     reordered = "# a comment\n" + yaml.safe_dump(dict(reversed(list(MINIMAL.items()))))
@@ -175,7 +173,6 @@ SINGLE_PROBLEMS = [
 ]
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(("change", "expected"), SINGLE_PROBLEMS)
 def test_each_malformed_case_is_one_line_naming_file_and_field(
     change: Callable[[dict[str, Any]], None], expected: str
@@ -188,7 +185,6 @@ def test_each_malformed_case_is_one_line_naming_file_and_field(
     assert only_line(result.problems) == f"{FILE}: {expected}"
 
 
-@pytest.mark.unit
 def test_newer_task_spec_version_is_one_line_even_with_unknown_fields() -> None:
     write_task("t1", task_data(task_spec_version=2, brand_new_section={"x": 1}))
     line = only_line(discover(Path("taskpacks"), None).problems)
@@ -196,7 +192,6 @@ def test_newer_task_spec_version_is_one_line_even_with_unknown_fields() -> None:
     assert "upgrade pytest-agentbench" in line
 
 
-@pytest.mark.unit
 def test_yaml_syntax_error_names_line_and_column() -> None:
     text = yaml.safe_dump(MINIMAL, sort_keys=False) + "agent:\n  max_steps: [1, 2\n"
     write_text("t1", text)
@@ -207,7 +202,6 @@ def test_yaml_syntax_error_names_line_and_column() -> None:
     assert broken_line <= reported <= broken_line + 1
 
 
-@pytest.mark.unit
 def test_yaml_error_line_is_exact_for_a_bad_indent() -> None:
     text = "task_spec_version: 1\nid: t1\nsuite: custom-dev\nrepo:\n  url: x\n   commit: abc\n"
     write_text("t1", text)
@@ -215,7 +209,6 @@ def test_yaml_error_line_is_exact_for_a_bad_indent() -> None:
     assert line.startswith(f"{FILE}: line 6, column 10: YAML syntax error: ")
 
 
-@pytest.mark.unit
 def test_duplicate_yaml_key_is_reported_not_silently_overwritten() -> None:
     text = yaml.safe_dump(MINIMAL, sort_keys=False) + "id: t1-again\n"
     write_text("t1", text)
@@ -224,7 +217,6 @@ def test_duplicate_yaml_key_is_reported_not_silently_overwritten() -> None:
     assert line.startswith(f"{FILE}: line {last_line}, column 1: duplicate key 'id'")
 
 
-@pytest.mark.unit
 def test_duplicate_task_id_keeps_the_first_in_sorted_order() -> None:
     write_task("t2", task_data(id="same"))
     write_task("t1", task_data(id="same"))
@@ -236,7 +228,6 @@ def test_duplicate_task_id_keeps_the_first_in_sorted_order() -> None:
     )
 
 
-@pytest.mark.unit
 def test_duplicate_task_id_across_suites() -> None:
     write_task("t1", task_data(suite="custom-heldout"), suite="custom-heldout")
     write_task("t1", MINIMAL)
@@ -245,7 +236,6 @@ def test_duplicate_task_id_across_suites() -> None:
     assert "duplicate task id 't1'" in only_line(result.problems)
 
 
-@pytest.mark.unit
 def test_a_typo_in_a_required_section_is_one_line() -> None:
     data = task_data()
     data["validaton"] = data.pop("validation")
@@ -254,14 +244,12 @@ def test_a_typo_in_a_required_section_is_one_line() -> None:
     assert line == f"{FILE}: validaton: unknown key (did you mean 'validation'?)"
 
 
-@pytest.mark.unit
 def test_unknown_key_without_close_match_lists_the_allowed_keys() -> None:
     write_task("t1", task_data(artifacts={"zzz": True}))
     line = only_line(discover(Path("taskpacks"), None).problems)
     assert line == f"{FILE}: artifacts.zzz: unknown key (expected one of: keep_workspace, redact)"
 
 
-@pytest.mark.unit
 def test_every_error_in_a_file_is_reported_one_line_each() -> None:
     data = task_data(labels="flaky", agent={"max_steps": 0, "allow_file_write": "maybe"})
     del data["repo"]["commit"]
@@ -275,7 +263,6 @@ def test_every_error_in_a_file_is_reported_one_line_each() -> None:
     ]
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -290,7 +277,6 @@ def test_file_level_problems(text: str, expected: str) -> None:
     assert only_line(discover(Path("taskpacks"), None).problems).startswith(f"{FILE}: {expected}")
 
 
-@pytest.mark.unit
 def test_relative_repo_url_that_exists_loads(tmp_path: Path) -> None:
     path = write_task("t1", task_data(repo={"url": "repo.bundle", "commit": "abcdef1"}))
     (path.parent / "repo.bundle").write_bytes(b"bundle")
@@ -303,7 +289,6 @@ def test_relative_repo_url_that_exists_loads(tmp_path: Path) -> None:
     assert [task.id for task in result.tasks] == ["t1", "t2", "t3", "t4"]
 
 
-@pytest.mark.unit
 def test_missing_suite_is_a_problem_naming_the_existing_ones() -> None:
     write_task("t1", MINIMAL)
     write_task("t1", task_data(id="h1", suite="custom-heldout"), suite="custom-heldout")
@@ -315,7 +300,6 @@ def test_missing_suite_is_a_problem_naming_the_existing_ones() -> None:
     )
 
 
-@pytest.mark.unit
 def test_missing_taskpacks_directory_and_path_like_suite_names() -> None:
     assert only_line(discover(Path("nowhere"), None).problems) == (
         "nowhere: taskpacks directory not found"
@@ -325,7 +309,6 @@ def test_missing_taskpacks_directory_and_path_like_suite_names() -> None:
     assert line == "taskpacks: '../etc' is not a suite name (a directory name)"
 
 
-@pytest.mark.unit
 def test_task_directory_without_task_yaml_is_reported() -> None:
     write_task("t1", MINIMAL)
     Path("taskpacks", SUITE, "t2").mkdir()
@@ -349,7 +332,6 @@ MALFORMED_TEXTS = {
 }
 
 
-@pytest.mark.unit
 def test_mixed_directory_loads_the_valid_tasks_and_reports_the_rest() -> None:
     write_task("a-valid", task_data(id="a"))
     write_task("g-valid", task_data(id="g"))
@@ -361,7 +343,6 @@ def test_mixed_directory_loads_the_valid_tasks_and_reports_the_rest() -> None:
     assert [problem.path.parent.name for problem in result.problems] == sorted(MALFORMED_TEXTS)
 
 
-@pytest.mark.unit
 def test_discovery_order_does_not_depend_on_creation_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -380,7 +361,6 @@ def test_discovery_order_does_not_depend_on_creation_order(
     assert orders[0][len(names) :] == [f"h-{name}" for name in sorted(names)]
 
 
-@pytest.mark.unit
 def test_load_task_raises_with_every_problem() -> None:
     path = write_task("t1", task_data(suite="foo", agent={"max_stepz": 3}))
     with pytest.raises(TaskSpecError) as caught:
@@ -392,7 +372,6 @@ def test_load_task_raises_with_every_problem() -> None:
     )
 
 
-@pytest.mark.unit
 def test_load_task_of_a_frozen_copy_skips_the_layout_checks(tmp_path: Path) -> None:
     frozen = tmp_path / "runs" / "r1" / "tasks" / "t1" / "task.yaml"
     frozen.parent.mkdir(parents=True)
@@ -402,7 +381,6 @@ def test_load_task_of_a_frozen_copy_skips_the_layout_checks(tmp_path: Path) -> N
     assert load_task(frozen, check_layout=False).id == "t1"
 
 
-@pytest.mark.unit
 def test_paths_outside_the_current_directory_print_absolute(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -415,7 +393,6 @@ def test_paths_outside_the_current_directory_print_absolute(
     assert str(caught.value).startswith(f"{path}: suite: ")
 
 
-@pytest.mark.unit
 def test_no_message_leaks_tracebacks_or_pydantic_wording() -> None:
     int_key: dict[Any, Any] = {1: "int key", **task_data()}
     bad_values: list[dict[Any, Any]] = [

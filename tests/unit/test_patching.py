@@ -12,8 +12,6 @@ from pytest_agentbench.paths.files import PathEscape
 from pytest_agentbench.paths.host_files import HostFiles
 from pytest_agentbench.tools.patching import PatchError, apply_patch, parse_patch
 
-pytestmark = pytest.mark.unit
-
 TEN = "".join(f"line {i}\n" for i in range(1, 11))
 
 

@@ -19,8 +19,6 @@ import pytest
 from pytest_agentbench.run.hostenv import work_root
 from pytest_agentbench.schemas.records import AttemptRecord
 
-pytestmark = pytest.mark.unit
-
 SUITE = "synth"
 USAGE_ERROR = 4  # pytest.ExitCode.USAGE_ERROR
 

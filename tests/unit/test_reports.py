@@ -21,8 +21,6 @@ from pytest_agentbench.reporting.summary import SCOPE_COLUMNS, summarize, write_
 from pytest_agentbench.reporting.synthetic import make_record, synthetic_records, write_run
 from pytest_agentbench.schemas.records import AttemptRecord
 
-pytestmark = pytest.mark.unit
-
 
 def rec(task: str, passed: bool = True, reason: str | None = None, attempt: int = 0,
         attempts: int = 1, suite: str = "custom-dev", **changes: Any) -> dict[str, Any]:

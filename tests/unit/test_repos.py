@@ -13,8 +13,6 @@ import pytest
 from pytest_agentbench.repos import Checkout, MirrorCache, RepoError, resolve_source
 from pytest_agentbench.repos.sources import mirror_key, normalize_url
 
-pytestmark = pytest.mark.unit
-
 AUTHOR_ENV = {
     "GIT_AUTHOR_NAME": "t",
     "GIT_AUTHOR_EMAIL": "t@example.com",

@@ -12,9 +12,6 @@ from statsmodels.stats.proportion import proportion_confint
 
 from pytest_agentbench.reporting import stats
 
-pytestmark = pytest.mark.unit
-
-
 # --- Wilson ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("successes", "n"), [

@@ -13,8 +13,6 @@ from pytest_agentbench.sandbox.local import LocalSandbox, LocalSandboxFactory
 from pytest_agentbench.sandbox.port import SandboxError, SandboxSpec
 from pytest_agentbench.tools.toolbox import TOOL_SCHEMAS, Toolbox, ToolPolicy, ToolResult
 
-pytestmark = pytest.mark.unit
-
 Events = list[tuple[str, dict[str, Any]]]
 
 

@@ -1,0 +1,65 @@
+"""Test tiers, one per folder: every test gets exactly one tier marker from where it lives.
+
+    tests/unit/         unit         fast, no Docker, no whole-task runs (`-m unit` < 1 minute)
+    tests/docker/       docker       needs a Docker engine and the runner image
+    tests/contract/     docker       the sandbox contract, run against the local and the docker
+                                     adapter; the local half is the reference the docker half is
+                                     held to, so both halves run together
+    tests/e2e/          e2e          whole tasks run through pytest end to end (Docker or local)
+    tests/adversarial/  adversarial  attacks, spoofs, hangs, faults and bad input (issue 8)
+
+Test files carry no tier marker of their own: a test outside these folders, or one that carries
+a tier marker itself (a second tier, or a copy of its folder's), fails the collection, so a
+tier command never silently misses a test. `pytest tests` (scripts/test) runs all four tiers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+
+TIER_OF_FOLDER = {
+    "unit": "unit",
+    "docker": "docker",
+    "contract": "docker",
+    "e2e": "e2e",
+    "adversarial": "adversarial",
+}
+TIERS = frozenset(TIER_OF_FOLDER.values())
+
+
+def folder_tier(path: Path) -> str | None:
+    """The tier of the test file at `path`, or None when it is outside every tier folder."""
+    try:
+        parts = path.resolve().relative_to(TESTS).parts
+    except ValueError:
+        return None
+    return TIER_OF_FOLDER.get(parts[0]) if len(parts) > 1 else None
+
+
+def tier_problem(item: pytest.Item) -> str | None:
+    tier = folder_tier(item.path)
+    if tier is None:
+        folders = ", ".join(f"tests/{name}/" for name in TIER_OF_FOLDER)
+        return f"{item.nodeid}: outside every tier folder ({folders})"
+    own = sorted({mark.name for mark in item.iter_markers() if mark.name in TIERS})
+    if own:
+        return (
+            f"{item.nodeid}: carries tier marker(s) {own}; its tier is {tier!r}, set by its"
+            " folder in tests/conftest.py"
+        )
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    problems = [problem for item in items if (problem := tier_problem(item))]
+    if problems:
+        raise pytest.UsageError("test tiers:\n  " + "\n  ".join(problems))
+    for item in items:
+        tier = folder_tier(item.path)
+        assert tier is not None
+        item.add_marker(tier)
