@@ -25,7 +25,7 @@ from pytest_agentbench.repos import MirrorCache  # noqa: E402
 from pytest_agentbench.run.hostenv import trial_defaults  # noqa: E402
 from pytest_agentbench.sandbox.docker import DockerSandboxFactory  # noqa: E402
 from pytest_agentbench.sandbox.image import ensure_image  # noqa: E402
-from pytest_agentbench.tasks.loader import discover  # noqa: E402
+from pytest_agentbench.tasks.discovery import discover  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAIServer, tool_reply  # noqa: E402
 
 USAGE = {"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050}

@@ -32,7 +32,7 @@ from pytest_agentbench.repos import MirrorCache, resolve_source
 from pytest_agentbench.sandbox.docker import DockerSandboxFactory
 from pytest_agentbench.sandbox.image import ensure_image
 from pytest_agentbench.sandbox.port import SandboxSpec
-from pytest_agentbench.tasks.loader import discover
+from pytest_agentbench.tasks.discovery import discover
 from pytest_agentbench.tools.toolbox import Toolbox, ToolPolicy
 
 ROOT = Path(__file__).resolve().parents[1]

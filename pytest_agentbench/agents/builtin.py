@@ -10,13 +10,12 @@ import yaml
 
 from pytest_agentbench.agents.port import AgentContext, AgentOutcome
 from pytest_agentbench.schemas.taxonomy import Reason
-from pytest_agentbench.tasks.loader import (
+from pytest_agentbench.tasks.bounded_yaml import parse_yaml, yaml_message
+from pytest_agentbench.tasks.taskpack_files import (
     MAX_TASK_ASSET_BYTES,
     UnsafeFileError,
     open_task_file,
-    parse_yaml,
     read_regular_file,
-    yaml_message,
 )
 
 

@@ -30,15 +30,13 @@ import yaml
 
 from pytest_agentbench.agents.builtin import BUILTIN_AGENTS
 from pytest_agentbench.agents.port import Agent, AgentFactory
-from pytest_agentbench.tasks.loader import (
+from pytest_agentbench.tasks.bounded_yaml import parse_yaml, text_problems, yaml_message
+from pytest_agentbench.tasks.problems import show
+from pytest_agentbench.tasks.taskpack_files import (
     MAX_TASK_FILE_BYTES,
     UnsafeFileError,
-    parse_yaml,
     read_regular_file,
-    text_problems,
-    yaml_message,
 )
-from pytest_agentbench.tasks.problems import show
 from pytest_agentbench.text.redaction import Redactor
 
 ENTRY_POINT_GROUP = "pytest_agentbench.agents"

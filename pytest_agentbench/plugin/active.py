@@ -49,7 +49,8 @@ from pytest_agentbench.run.state import (
     start_run,
     uninterrupted,
 )
-from pytest_agentbench.tasks.loader import LoadedTask, TaskProblem, discover
+from pytest_agentbench.tasks.discovery import discover
+from pytest_agentbench.tasks.loader import LoadedTask, TaskProblem
 from pytest_agentbench.text.redaction import Redactor
 
 

@@ -1,19 +1,19 @@
-"""Find and load `taskpacks/<suite>/<task>/task.yaml` files.
+"""Load one `task.yaml` into a validated TaskSpec, or say in one line per problem what is wrong.
 
 Every problem is one line for a person: `<file>: <field>: <what was expected / what was found>`.
-A bad file is reported and skipped; every other task still loads. Discovery is sorted and depends
-only on the files, so every pytest-xdist worker sees the identical task list.
+Checks run in order: readable UTF-8 (tasks.taskpack_files), bounded YAML (tasks.bounded_yaml),
+spec and harness versions, the file's place in `<suite>/<task>/` and its taskpack-local
+repository and oracle patch, then the schema (schemas.task). Finding the files is
+tasks.discovery.
 """
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import os
 import re
-import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,13 +31,17 @@ from pytest_agentbench.schemas.task import (
     repo_url_problem,
     version_tuple,
 )
+from pytest_agentbench.tasks.bounded_yaml import parse_yaml, text_problems, yaml_message
 from pytest_agentbench.tasks.problems import field_messages, one_line, show
+from pytest_agentbench.tasks.taskpack_files import (
+    MAX_TASK_ASSET_BYTES,
+    MAX_TASK_FILE_BYTES,
+    UnsafeFileError,
+    open_task_file,
+    read_regular_file,
+)
 
 TASK_FILE = "task.yaml"
-MAX_TASK_FILE_BYTES = 1 << 20  # a task.yaml or a variant YAML
-MAX_TASK_ASSET_BYTES = 16 << 20  # oracle.patch, scripted.yaml
-MAX_YAML_DEPTH = 32  # nested mappings/lists; a task.yaml needs 4
-MAX_YAML_NODES = 100_000  # values after expanding aliases ("billion laughs")
 MAX_PROBLEMS = 20  # lines per file; the rest are counted
 MAX_MESSAGE = 240  # characters of one problem's message
 _REQUIRED_TOP = "task_spec_version, id, suite, repo and validation"
@@ -117,85 +121,6 @@ def spec_hash(spec: TaskSpec) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-# --------------------------------------------------------------------------- discovery
-
-
-def discover(taskpacks: Path, suites: list[str] | None = None) -> LoadResult:
-    """Load every `taskpacks/<suite>/*/task.yaml` of the given suites (all suites when None)."""
-    if not taskpacks.is_dir():
-        problem = TaskProblem(taskpacks, "", "taskpacks directory not found", run_level=True)
-        return LoadResult(problems=[problem])
-    existing = _suite_names(taskpacks)
-    problems: list[TaskProblem] = []
-    files: list[Path] = []
-    for suite in existing if suites is None else sorted(set(suites)):
-        suite_problem = _check_suite(taskpacks, suite, existing)
-        if suite_problem is not None:
-            problems.append(suite_problem)
-            continue
-        suite_files, dir_problems = _task_files(taskpacks / suite)
-        files.extend(suite_files)
-        problems.extend(dir_problems)
-
-    tasks: list[LoadedTask] = []
-    first_by_id: dict[str, LoadedTask] = {}
-    for path in files:
-        task, file_problems = _load_guarded(path, check_layout=True)
-        problems.extend(file_problems)
-        if task is None:
-            continue
-        first = first_by_id.get(task.id)
-        if first is not None:
-            message = f"duplicate task id {task.id!r} (also defined in {display_path(first.path)})"
-            problems.append(TaskProblem(path, "id", message))
-            continue
-        first_by_id[task.id] = task
-        tasks.append(task)
-    return LoadResult(tasks=tasks, problems=problems)
-
-
-def _ignored(name: str) -> bool:
-    return name.startswith((".", "_"))
-
-
-def _suite_names(taskpacks: Path) -> list[str]:
-    return sorted(p.name for p in taskpacks.iterdir() if p.is_dir() and not _ignored(p.name))
-
-
-def _check_suite(taskpacks: Path, suite: str, existing: list[str]) -> TaskProblem | None:
-    if not suite or suite in {".", ".."} or "\0" in suite or Path(suite).name != suite:
-        message = f"{suite!r} is not a suite name (a directory name)"
-        return TaskProblem(taskpacks, "", message, run_level=True)
-    if (taskpacks / suite).is_dir():
-        return None
-    message = f"no such suite {suite!r}"
-    close = difflib.get_close_matches(suite, existing, n=1)
-    if close:
-        message += f" (did you mean {close[0]!r}?)"
-    message += f"; existing suites: {', '.join(existing) or 'none'}"
-    return TaskProblem(taskpacks / suite, "", message, run_level=True)
-
-
-def _task_files(suite_dir: Path) -> tuple[list[Path], list[TaskProblem]]:
-    files: list[Path] = []
-    problems: list[TaskProblem] = []
-    for child in sorted(suite_dir.iterdir(), key=lambda p: p.name):
-        if not child.is_dir() or _ignored(child.name):
-            continue
-        if (child / TASK_FILE).is_file():
-            files.append(child / TASK_FILE)
-            continue
-        message = f"no {TASK_FILE} in this task directory"
-        if os.path.lexists(child / TASK_FILE):
-            message = f"{TASK_FILE} is not a regular file"
-        elif (child / "task.yml").is_file():
-            message += f" (found task.yml: rename it to {TASK_FILE})"
-        else:
-            message += " (directories starting with '_' or '.' are ignored)"
-        problems.append(TaskProblem(child, "", message))
-    return files, problems
-
-
 # --------------------------------------------------------------------------- one file
 
 
@@ -205,14 +130,15 @@ def load_task(path: Path, *, check_layout: bool = True) -> LoadedTask:
     With `check_layout` the file must sit in `<suite>/<task>/task.yaml` and a relative `repo.url`
     must exist next to it; pass False for a frozen copy in a run directory.
     """
-    task, problems = _load_guarded(path, check_layout=check_layout)
+    task, problems = load_reported(path, check_layout=check_layout)
     if task is None:
         raise TaskSpecError(problems)
     return task
 
 
-def _load_guarded(path: Path, *, check_layout: bool) -> tuple[LoadedTask | None, list[TaskProblem]]:
-    """`_load`, where even an unforeseen failure is one line for this file, never an abort."""
+def load_reported(path: Path, *, check_layout: bool) -> tuple[LoadedTask | None, list[TaskProblem]]:
+    """One task file loaded for a run: (the task or None, its problems), each one clamped line
+    and at most MAX_PROBLEMS of them; even an unforeseen failure is one line, never an abort."""
     try:
         task, problems = _load(path, check_layout=check_layout)
     except (RecursionError, MemoryError):
@@ -251,7 +177,7 @@ def _load(path: Path, *, check_layout: bool) -> tuple[LoadedTask | None, list[Ta
     try:
         data = parse_yaml(raw_text)
     except yaml.YAMLError as exc:
-        return None, [TaskProblem(path, "", _yaml_message(exc, raw_text))]
+        return None, [TaskProblem(path, "", yaml_message(exc, raw_text))]
     if data is None:
         message = f"file is empty (expected a mapping with {_REQUIRED_TOP})"
         return None, [TaskProblem(path, "", message)]
@@ -373,245 +299,3 @@ def _is_relative_path(url: str) -> bool:
     return ":" not in url.split("/", 1)[0]  # git reads `host:path` (colon before a slash) as ssh
 
 
-def text_problems(data: Any) -> Iterator[tuple[str, str]]:
-    """(field, message) for each string (key or value) holding a NUL or a lone surrogate:
-    they break paths, command lines and JSON records alike."""
-    stack: list[tuple[str, Any]] = [("", data)]
-    seen: set[int] = set()
-    while stack:
-        where, value = stack.pop()
-        if isinstance(value, str):
-            message = _text_problem(value)
-            if message:
-                yield where, message
-        elif isinstance(value, dict | list) and id(value) not in seen:
-            seen.add(id(value))  # an alias shares its value: check it once
-            items = value.items() if isinstance(value, dict) else enumerate(value)
-            for key, item in items:
-                if isinstance(key, int):
-                    name = f"{where}[{key}]"
-                else:
-                    name = f"{where}.{key}" if where else str(key)
-                if isinstance(key, str) and _text_problem(key):
-                    yield where, f"key {key!r}: {_text_problem(key)}"
-                    continue
-                stack.append((name, item))
-
-
-def _text_problem(text: str) -> str | None:
-    if "\0" in text:
-        return "contains a NUL character"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "contains a character that is not valid Unicode (a lone surrogate)"
-    return None
-
-
-# --------------------------------------------------------------------------- safe reading
-
-
-class UnsafeFileError(Exception):
-    """A task-provided file that must not be read: outside its directory, not a regular file
-    (a FIFO or device would block or never end), or too large. The message is one line."""
-
-
-def read_regular_file(path: Path, limit: int, *, follow_symlinks: bool = True) -> bytes:
-    """The bytes of a regular file of at most `limit` bytes.
-
-    Checks the type before opening (opening a FIFO blocks, some devices act on open), opens
-    non-blocking (and without following a final symlink unless asked), then checks again on the
-    open descriptor, so a file swapped in between is refused too.
-    """
-    before = os.stat(path, follow_symlinks=follow_symlinks)
-    _check_regular(before, limit)
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    if not follow_symlinks:
-        flags |= os.O_NOFOLLOW
-    fd = os.open(path, flags)
-    try:
-        after = os.fstat(fd)
-        _check_regular(after, limit)
-        if (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
-            raise UnsafeFileError("the file changed while it was opened")
-        chunks: list[bytes] = []
-        size = 0
-        while size <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    finally:
-        os.close(fd)
-    if size > limit:
-        raise UnsafeFileError(f"file is too large (more than {limit} bytes)")
-    return b"".join(chunks)
-
-
-def _check_regular(info: os.stat_result, limit: int) -> None:
-    if not stat.S_ISREG(info.st_mode):
-        raise UnsafeFileError(f"not a regular file ({_file_kind(info.st_mode)})")
-    if info.st_size > limit:
-        raise UnsafeFileError(f"file is too large ({info.st_size} bytes; at most {limit})")
-
-
-def _file_kind(mode: int) -> str:
-    kinds = (
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISLNK, "a symbolic link"),
-    )
-    return next((name for test, name in kinds if test(mode)), "not a file")
-
-
-def open_task_file(task_dir: Path, relative: str, limit: int, *, check_only: bool = False) -> bytes:
-    """Read `relative` (oracle.patch, scripted.yaml) from a task's directory, confined to it.
-
-    The path must be relative without `..`; after resolving symlinks it must still lie inside
-    the task directory; it must be a regular file of at most `limit` bytes. Raises
-    FileNotFoundError when it does not exist, UnsafeFileError when it must not be read.
-    """
-    problem = relative_path_problem(relative)
-    if problem is not None:
-        raise UnsafeFileError(f"{relative!r}: {problem}")
-    base = task_dir.resolve()
-    resolved = (base / relative).resolve()
-    if not resolved.is_relative_to(base):
-        raise UnsafeFileError(
-            f"{relative!r} resolves outside the task directory (a symlink pointing out?)"
-        )
-    if not os.path.lexists(resolved):
-        raise FileNotFoundError(relative)
-    if check_only:
-        _check_regular(os.stat(resolved, follow_symlinks=False), limit)
-        return b""
-    return read_regular_file(resolved, limit, follow_symlinks=False)
-
-
-# --------------------------------------------------------------------------- YAML
-
-
-def parse_yaml(text: str) -> Any:
-    """Load YAML safely and within bounds: SafeLoader types only, no duplicate keys, no
-    recursive aliases, at most MAX_YAML_DEPTH levels of nesting and MAX_YAML_NODES values after
-    expanding aliases. Every failure is a yaml.YAMLError; format it with `yaml_message`."""
-    loader = _StrictLoader(text)
-    try:
-        return loader.get_single_data()
-    finally:
-        loader.dispose()
-
-
-def yaml_message(exc: yaml.YAMLError, text: str) -> str:
-    """One line for a YAML error: where it is and what is wrong."""
-    return _yaml_message(exc, text)
-
-
-class _LimitError(yaml.MarkedYAMLError):
-    """A document beyond the loader's bounds; reported without 'syntax error'."""
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate keys (PyYAML silently keeps the last one) and keeps
-    documents within bounds while their events stream in, before the recursive composer (or
-    pydantic) sees them: deep nesting and alias bombs become one error, never a crash."""
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._frames: list[tuple[str | None, list[int]]] = []  # (anchor, [size]) per open node
-        self._sizes: dict[str, int] = {}  # anchor -> values it expands to
-
-    def get_event(self) -> yaml.Event:
-        event: yaml.Event = super().get_event()  # type: ignore[no-untyped-call]
-        self._account(event)
-        return event
-
-    def _account(self, event: yaml.Event) -> None:
-        if isinstance(event, yaml.CollectionStartEvent):
-            if len(self._frames) >= MAX_YAML_DEPTH:
-                raise self._limit(event, f"nested more than {MAX_YAML_DEPTH} levels deep")
-            self._frames.append((event.anchor, [1]))
-        elif isinstance(event, yaml.CollectionEndEvent):
-            anchor, (size,) = self._frames.pop()
-            if anchor is not None:
-                self._sizes[anchor] = size
-            self._add(event, size)
-        elif isinstance(event, yaml.ScalarEvent):
-            if event.anchor is not None:
-                self._sizes[event.anchor] = 1
-            self._add(event, 1)
-        elif isinstance(event, yaml.AliasEvent):
-            anchor = event.anchor
-            if any(open_anchor == anchor for open_anchor, _ in self._frames):
-                raise self._limit(event, f"alias *{anchor} refers to a value that contains it")
-            self._add(event, self._sizes.get(anchor or "", 1))
-
-    def _add(self, event: yaml.Event, size: int) -> None:
-        if not self._frames:
-            return
-        counter = self._frames[-1][1]
-        counter[0] += size
-        if counter[0] > MAX_YAML_NODES:
-            raise self._limit(event, f"more than {MAX_YAML_NODES} values (after expanding aliases)")
-
-    def _limit(self, event: yaml.Event, problem: str) -> _LimitError:
-        return _LimitError(None, None, problem, event.start_mark)  # type: ignore[arg-type]
-
-    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
-        try:
-            return super().construct_yaml_int(node)
-        except ValueError:  # more digits than int() converts
-            raise _LimitError(None, None, "number too large", node.start_mark) from None
-
-
-_MERGE_TAG = "tag:yaml.org,2002:merge"
-
-
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
-            continue
-        key = loader.construct_object(key_node)
-        if key in seen:
-            raise _DuplicateKeyError(None, None, f"duplicate key {key!r}", key_node.start_mark)
-        seen.add(key)
-    return loader.construct_mapping(node)
-
-
-class _DuplicateKeyError(yaml.constructor.ConstructorError):
-    pass
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-_StrictLoader.add_constructor("tag:yaml.org,2002:int", _StrictLoader.construct_yaml_int)
-
-
-def _yaml_message(exc: yaml.YAMLError, text: str) -> str:
-    if isinstance(exc, yaml.reader.ReaderError):  # a control character; it carries no mark
-        position = exc.position
-        line = text.count("\n", 0, position) + 1
-        column = position - text.rfind("\n", 0, position)
-        char = exc.character if isinstance(exc.character, int) else ord(exc.character)
-        return (
-            f"line {line}, column {column}: YAML syntax error: "
-            f"unacceptable character #x{char:04x}: {exc.reason}"
-        )
-    if not isinstance(exc, yaml.MarkedYAMLError):
-        return f"YAML error: {one_line(str(exc))}"
-    mark = exc.problem_mark or exc.context_mark
-    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-    if isinstance(exc, _DuplicateKeyError):
-        return f"{where}{exc.problem} (YAML would silently keep only the last value)"
-    if isinstance(exc, _LimitError):
-        return f"{where}{exc.problem}"
-    message = f"{where}YAML syntax error: {one_line(exc.problem or str(exc))}"
-    if exc.context:
-        context_mark = exc.context_mark
-        at = f" started at line {context_mark.line + 1}" if context_mark else ""
-        message += f" ({one_line(exc.context)}{at})"
-    return message

@@ -15,7 +15,8 @@ import pytest
 import yaml
 
 from pytest_agentbench.agents.variants import VariantError, load_variant
-from pytest_agentbench.tasks.loader import TASK_FILE, discover
+from pytest_agentbench.tasks.discovery import discover
+from pytest_agentbench.tasks.loader import TASK_FILE
 from tests.unit.test_plugin_pytester import SUITE, Pack
 
 USAGE_ERROR = 4

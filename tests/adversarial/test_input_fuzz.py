@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from pytest_agentbench.agents.variants import VariantError, load_variant
-from pytest_agentbench.tasks.loader import MAX_PROBLEMS, LoadResult, discover
+from pytest_agentbench.tasks.discovery import discover
+from pytest_agentbench.tasks.loader import MAX_PROBLEMS, LoadResult
 
 SUITE = "fuzz"
 MAX_LINE = 400

@@ -19,7 +19,7 @@ import yaml
 
 from pytest_agentbench.repos import MirrorCache, RepoError, resolve_source
 from pytest_agentbench.repos.gitcmd import GitFailed, run_git
-from pytest_agentbench.tasks.loader import discover
+from pytest_agentbench.tasks.discovery import discover
 from tests.unit.test_plugin_pytester import SUITE, Pack
 
 

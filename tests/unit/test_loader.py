@@ -12,11 +12,11 @@ import pytest
 import yaml
 
 from pytest_agentbench import __version__
+from pytest_agentbench.tasks.discovery import discover
 from pytest_agentbench.tasks.loader import (
     LoadedTask,
     TaskProblem,
     TaskSpecError,
-    discover,
     load_task,
     spec_hash,
 )
