@@ -5,7 +5,8 @@ once with an agent that does nothing.
 A task is accepted when the oracle passes (so its setup works, its baseline fails consistently
 and the fix is scorable) and nop fails with TESTS_FAILED (so there is something for an agent to
 fix, and the tests, not the harness, say so). The oracle is judged first: when it fails, the
-task itself is broken and that is what the detail says.
+task itself is broken and that is what the detail says (its setup or baseline verdict as is, an
+oracle that does not fix the tests as `oracle fails: ...`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pytest_agentbench.agents.builtin import NopAgent, OracleAgent
 from pytest_agentbench.repos import MirrorCache
 from pytest_agentbench.run.factory import AttemptFactory, SharedAttemptConfig
 from pytest_agentbench.sandbox.port import SandboxFactory
-from pytest_agentbench.schemas.taxonomy import Reason
+from pytest_agentbench.schemas.taxonomy import Reason, blame
 from pytest_agentbench.tasks.loader import LoadedTask
 
 ACCEPTED = "baseline fails consistently, oracle passes, nop fails with TESTS_FAILED"
@@ -36,8 +37,9 @@ class TaskValidation:
 def judge(oracle: dict[str, Any], nop: dict[str, Any]) -> tuple[bool, str]:
     """The acceptance rules over the two records: oracle passes, nop fails with TESTS_FAILED."""
     oracle_result, nop_result = oracle.get("result") or {}, nop.get("result") or {}
-    if not oracle_result.get("passed"):
-        return False, f"oracle fails: {_reason(oracle_result)}"
+    if not oracle_result.get("passed"):  # a task or infra verdict needs no "oracle" in front
+        before_agent = blame(oracle_result.get("failure_reason")) in ("task", "infra")
+        return False, ("" if before_agent else "oracle fails: ") + _reason(oracle_result)
     if nop_result.get("passed"):
         return False, "passes under nop: nothing for an agent to fix"
     if nop_result.get("failure_reason") != Reason.TESTS_FAILED:

@@ -94,7 +94,9 @@ def record(passed: bool, reason: str | None = None, summary: str = "s") -> dict[
 @pytest.mark.parametrize(("oracle", "nop", "ok", "detail"), [
     (record(True), record(False, "TESTS_FAILED"), True, ACCEPTED),
     (record(False, "SETUP_FAILED", "boom"), record(False, "SETUP_FAILED"), False,
-     "oracle fails: SETUP_FAILED: boom"),
+     "SETUP_FAILED: boom"),  # the task's own verdict, before any agent
+    (record(False, "TESTS_FAILED", "still red"), record(False, "TESTS_FAILED"), False,
+     "oracle fails: TESTS_FAILED: still red"),
     (record(True), record(True), False, "passes under nop: nothing for an agent to fix"),
     (record(True), record(False, "TIMEOUT", "slow"), False,
      "nop should fail with TESTS_FAILED, got TIMEOUT: slow"),
