@@ -31,7 +31,7 @@ from pytest_agentbench.core.recording import RecordingToolbox
 from pytest_agentbench.core.rundir import AttemptPaths, write_json
 from pytest_agentbench.core.scoring import Evidence, sandbox_exit, verdict
 from pytest_agentbench.core.trial_config import TrialConfig, attempt_id, sandbox_spec
-from pytest_agentbench.core.trial_record import build_record
+from pytest_agentbench.core.trial_record import AttemptFindings, build_record
 from pytest_agentbench.paths.host_files import HostFiles
 from pytest_agentbench.paths.trees import copy_tree, remove_tree
 from pytest_agentbench.repos import MirrorCache, RepoError, resolve_source
@@ -42,13 +42,7 @@ from pytest_agentbench.sandbox.port import (
     SandboxExited,
     SandboxFactory,
 )
-from pytest_agentbench.schemas.records import (
-    AgentStats,
-    AttemptRecord,
-    BaselineValidation,
-    Result,
-    SetupInfo,
-)
+from pytest_agentbench.schemas.records import AttemptRecord, Result, SetupInfo
 from pytest_agentbench.schemas.taxonomy import Reason
 from pytest_agentbench.tasks.loader import LoadedTask
 from pytest_agentbench.text.signatures import sha256
@@ -79,12 +73,8 @@ class Trial:
         self.events = EventSink(
             cfg.events_path, cfg.run_id, self.spec.id, self.attempt_id, cfg.redact_obj
         )
-        self.timings: dict[str, float] = {}
+        self.found = AttemptFindings(commit=self.spec.repo.commit)
         self.open_sandboxes: list[Sandbox] = []
-        self.setup = SetupInfo()
-        self.baseline = BaselineValidation()
-        self.agent_stats = AgentStats()
-        self.outcome: AgentOutcome | None = None
         self.environment: dict[str, Any] = {}
         self.workspace = cfg.work_root / self.attempt_id.replace(":", "_")
         self.deadline = 0.0
@@ -143,8 +133,17 @@ class Trial:
             failure_reason=result.failure_reason,
             duration_ms=int(duration * 1000),
         )
-        record = build_record(self, result, started_at, duration)
-        write_json(self.paths.root / "meta" / "timings.json", self.timings)
+        record = build_record(
+            self.cfg,
+            self.spec,
+            self.attempt_id,
+            self.found,
+            result,
+            started_at=started_at,
+            duration=duration,
+            artifacts_dir=self.paths.rel.as_posix(),
+        )
+        write_json(self.paths.root / "meta" / "timings.json", self.found.timings)
         write_json(self.paths.root / "meta" / "environment.json", self.environment)
         return record
 
@@ -167,7 +166,7 @@ class Trial:
         checkout = self.mirrors.checkout(
             source, self.spec.repo.commit, self.workspace / "repo", owner_uid=self.cfg.owner_uid
         )
-        self.commit = checkout.commit
+        self.found.commit = checkout.commit
         self.env_dir.mkdir(exist_ok=True)
         if self.cfg.owner_uid is not None:
             os.chown(self.env_dir, self.cfg.owner_uid, self.cfg.owner_uid)
@@ -208,27 +207,27 @@ class Trial:
         setup_net, agent_net = policy in ("setup_only", "always"), policy == "always"
         commands = self.spec.setup.commands
         with self._phase("setup"):
-            self.setup = SetupInfo(attempted=True, commands=len(commands))
+            self.found.setup = SetupInfo(attempted=True, commands=len(commands))
             key = self._env_cache_key() if commands else None
             if key and self.cfg.env_cache and self.cfg.env_cache.restore(key, self.env_dir):
-                self.setup.reused_snapshot = True
+                self.found.setup.reused_snapshot = True
                 commands, setup_net = [], agent_net
-            self.setup.network = setup_net and bool(commands)
+            self.found.setup.network = setup_net and bool(commands)
             phase = "setup" if commands else "agent"
             sandbox = self._open(network=setup_net if commands else agent_net, phase=phase)
             self._run_setup_commands(sandbox, commands)
             for command in self.spec.setup.capture:
                 self._exec(sandbox, "capture", command, self.spec.environment.tool_timeout_sec)
             dirty, stat = dirty_tracked_files(sandbox)
-            self.setup.dirty_files, self.setup.diff_stat = dirty, stat
+            self.found.setup.dirty_files, self.found.setup.diff_stat = dirty, stat
             self.paths.log("setup_diff_stat.txt").write_text(stat + "\n", "utf-8")
             if dirty:
-                self.setup.ok = False
+                self.found.setup.ok = False
                 raise Failure(
                     Reason.SETUP_DIRTY_WORKTREE,
                     f"setup changed tracked files: {', '.join(dirty[:5])}",
                 )
-            self.setup.ok = True
+            self.found.setup.ok = True
             if key and commands and self.cfg.env_cache:
                 self._save_env_snapshot(sandbox, key)
         if commands:  # the agent never gets the setup sandbox (writable /env, caches, network)
@@ -255,7 +254,7 @@ class Trial:
             if result.disk_limit_exceeded:
                 raise self._task_over_disk_limit(command)
             if not result.ok:
-                self.setup.ok = False
+                self.found.setup.ok = False
                 sub = "SETUP_TIMEOUT" if result.timed_out else "SETUP_COMMAND_FAILED"
                 raise Failure(
                     Reason.SETUP_FAILED, f"setup command exited {result.exit_code}: {command}", sub
@@ -265,7 +264,7 @@ class Trial:
         key = cache_key(
             self.spec.setup.commands,
             self.spec.environment.network_policy,
-            self.commit,
+            self.found.commit,
             self.spec.environment.docker_image or self.cfg.image_id or self.cfg.image,
         )
         self.environment["env_cache"] = {
@@ -293,7 +292,7 @@ class Trial:
             if result.disk_limit_exceeded:
                 raise self._task_over_disk_limit(validation.failing_command)
         self.baseline_output = results[0]
-        self.baseline, verdict = baseline_mod.evaluate(validation, results)
+        self.found.baseline, verdict = baseline_mod.evaluate(validation, results)
         if verdict.reason is not None:
             raise Failure(verdict.reason, verdict.summary, verdict.sub_reason)
         if validation.results == "junit" and self.baseline_results is None:
@@ -351,9 +350,9 @@ class Trial:
             artifacts_dir=self.paths.root / "agent",
         )
         try:
-            self.outcome = self.agent.run(ctx)
+            self.found.outcome = self.agent.run(ctx)
         except AgentError as exc:  # infrastructure (LLM_ERROR, ...): keep what was spent
-            self.outcome = AgentOutcome(
+            self.found.outcome = AgentOutcome(
                 "error",
                 exc.reason,
                 exc.sub_reason,
@@ -367,21 +366,21 @@ class Trial:
             self.paths.log("agent_error.txt").write_text(
                 self.cfg.redact(traceback.format_exc()), "utf-8"
             )
-            self.outcome = AgentOutcome(
+            self.found.outcome = AgentOutcome(
                 "error",
                 Reason.AGENT_GAVE_UP,
                 "AGENT_EXCEPTION",
                 f"agent raised {type(exc).__name__}: {exc}",
             )
         self.agent_overran = time.monotonic() > self.deadline
-        self.agent_stats = toolbox.stats(self.outcome)  # refined with the final diff in _score
+        self.found.agent = toolbox.stats(self.found.outcome)  # refined with the diff in _score
         return toolbox
 
     def _score(self, agent_sandbox: Sandbox, toolbox: RecordingToolbox) -> Result:
         """The diff is the solution: it is applied to the pre-agent copy of the workspace and
         tested in a new sandbox, so nothing else the agent left behind (processes, /tmp, HOME,
         files it hid from git) can influence the verdict."""
-        outcome = self.outcome or AgentOutcome("error")
+        outcome = self.found.outcome or AgentOutcome("error")
         if outcome.reason in (Reason.LLM_ERROR, Reason.SANDBOX_ERROR):
             raise Failure(
                 outcome.reason, outcome.summary or str(outcome.reason), outcome.sub_reason
@@ -395,7 +394,7 @@ class Trial:
         if violation is None and self.spec.agent.protect_test_infra:
             pristine = HostFiles(self.workspace / "pristine")
             violation = pytest_config_change(pristine, agent_sandbox.files, toolbox.changed_files)
-        self.agent_stats = toolbox.stats(outcome)
+        self.found.agent = toolbox.stats(outcome)
         agent_sandbox.close()
         sandbox = self._open(
             network=self.spec.environment.network_policy == "always", phase="score"
@@ -533,10 +532,10 @@ class Trial:
 
     def _phase(self, name: str) -> PhaseTimer:
         self.phase = name
-        return PhaseTimer(self.events, self.timings, name)
+        return PhaseTimer(self.events, self.found.timings, name)
 
     def _timed(self, name: str) -> PhaseTimer:
-        return PhaseTimer(self.events, self.timings, name, emit=False)
+        return PhaseTimer(self.events, self.found.timings, name, emit=False)
 
     def _teardown(self) -> None:
         if self.toolbox is not None:  # its snapshot git dir, if scoring did not remove it

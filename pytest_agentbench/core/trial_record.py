@@ -1,54 +1,123 @@
-"""The attempt record built from a finished Trial (spec §4)."""
+"""The attempt record (spec §4): built from what the phases of an attempt found, or, for an
+attempt whose worker died, from what the controller still knows (pytest-free: the plugin calls
+`crash_record`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
+from pytest_agentbench.agents.port import AgentOutcome
 from pytest_agentbench.core.events import utc_now
+from pytest_agentbench.core.trial_config import TrialConfig, attempt_id
 from pytest_agentbench.schemas.records import (
+    AgentStats,
     AttemptRecord,
+    BaselineValidation,
     ImageInfo,
     Limits,
     Result,
+    SetupInfo,
     Timestamps,
 )
 from pytest_agentbench.schemas.task import TaskSpec
+from pytest_agentbench.schemas.taxonomy import Reason
+from pytest_agentbench.version import harness_version
 
-if TYPE_CHECKING:
-    from pytest_agentbench.core.trial import Trial
+
+@dataclass
+class AttemptFindings:
+    """What the phases of one attempt found, filled in as they run; the record is built from
+    it."""
+
+    commit: str  # the task's commit as checked out (the spec's until the checkout ran)
+    timings: dict[str, float] = field(default_factory=dict)
+    setup: SetupInfo = field(default_factory=SetupInfo)
+    baseline: BaselineValidation = field(default_factory=BaselineValidation)
+    agent: AgentStats = field(default_factory=AgentStats)
+    outcome: AgentOutcome | None = None
 
 
-def build_record(trial: Trial, result: Result, started_at: str, duration: float) -> AttemptRecord:
-    outcome = trial.outcome
+def build_record(
+    cfg: TrialConfig,
+    spec: TaskSpec,
+    attempt: str,
+    findings: AttemptFindings,
+    result: Result,
+    *,
+    started_at: str,
+    duration: float,
+    artifacts_dir: str,
+) -> AttemptRecord:
+    """The record of a finished attempt; `attempt` is its id, `artifacts_dir` its artifact
+    folder relative to the run directory."""
+    outcome = findings.outcome
     return AttemptRecord(
-        run_id=trial.cfg.run_id,
-        attempt_id=trial.attempt_id,
-        task_id=trial.spec.id,
-        suite=trial.spec.suite,
-        variant=trial.cfg.variant,
-        variant_config_hash=trial.cfg.variant_config_hash,
-        attempt_index=trial.cfg.attempt_index,
-        task_spec_version=trial.spec.task_spec_version,
-        task_commit=getattr(trial, "commit", trial.spec.repo.commit),
-        harness_version=trial.cfg.harness_version,
-        worker=trial.cfg.worker,
-        quarantined=trial.cfg.quarantined,
+        run_id=cfg.run_id,
+        attempt_id=attempt,
+        task_id=spec.id,
+        suite=spec.suite,
+        variant=cfg.variant,
+        variant_config_hash=cfg.variant_config_hash,
+        attempt_index=cfg.attempt_index,
+        task_spec_version=spec.task_spec_version,
+        task_commit=findings.commit,
+        harness_version=cfg.harness_version,
+        worker=cfg.worker,
+        quarantined=cfg.quarantined,
         model=outcome.model if outcome else None,
         usage=outcome.usage if outcome else None,
         timestamps=Timestamps(started_at=started_at, ended_at=utc_now()),
         duration_sec=round(duration, 3),
-        timings=trial.timings,
-        setup=trial.setup,
-        baseline_validation=trial.baseline,
-        agent=trial.agent_stats,
+        timings=findings.timings,
+        setup=findings.setup,
+        baseline_validation=findings.baseline,
+        agent=findings.agent,
         result=result,
-        limits=limits_of(trial.spec),
-        image=ImageInfo(name=trial.cfg.image, id=trial.cfg.image_id, digest=trial.cfg.image_digest),
+        limits=limits_of(spec),
+        image=ImageInfo(name=cfg.image, id=cfg.image_id, digest=cfg.image_digest),
         artifact_paths={
-            "task_dir": trial.paths.rel.as_posix(),
+            "task_dir": artifacts_dir,
             "failing_stdout": "logs/failing_stdout.txt",
             "passing_stdout": "logs/passing_stdout.txt",
         },
+    )
+
+
+def crash_record(
+    *,
+    run_id: str,
+    session_token: str,
+    spec: TaskSpec,
+    variant: str,
+    variant_config_hash: str,
+    attempt_index: int,
+    worker: str,
+    summary: str,
+) -> AttemptRecord:
+    """A worker died mid-attempt: SANDBOX_ERROR (WORKER_CRASH) rather than a silent gap."""
+    now = utc_now()
+    return AttemptRecord(
+        run_id=run_id,
+        attempt_id=attempt_id(run_id, spec.id, variant, attempt_index, session_token),
+        task_id=spec.id,
+        suite=spec.suite,
+        variant=variant,
+        variant_config_hash=variant_config_hash,
+        attempt_index=attempt_index,
+        task_spec_version=spec.task_spec_version,
+        task_commit=spec.repo.commit,
+        harness_version=harness_version(),
+        worker=worker,
+        timestamps=Timestamps(started_at=now, ended_at=now),
+        duration_sec=0.0,
+        result=Result(
+            passed=False,
+            failure_reason=Reason.SANDBOX_ERROR,
+            sub_reason="WORKER_CRASH",
+            summary=summary,
+        ),
+        limits=limits_of(spec),
+        pytest_outcome="error",
     )
 
 
