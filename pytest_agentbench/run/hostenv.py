@@ -55,7 +55,8 @@ def env_cache(value: str | None = None) -> EnvCache | None:
 
 
 def trial_defaults(sandbox: str = "docker", ca_bundle: str = "auto") -> dict[str, Any]:
-    """TrialConfig keyword arguments for code that runs attempts outside pytest."""
+    """The host's owner uid, pip cache, CA bundle and environment cache as keyword arguments of
+    `run.factory.SharedAttemptConfig`, for entry points outside pytest (replay, validate-tasks)."""
     ca = resolve_ca_bundle(ca_bundle)
     return {
         "owner_uid": owner_uid(sandbox),
