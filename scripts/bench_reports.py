@@ -46,7 +46,8 @@ def timed(fn: Callable[[], Any], repeat: int) -> tuple[list[float], list[float]]
 
 
 def make_runs(root: Path, records: int) -> tuple[Path, Path]:
-    from pytest_agentbench.reporting.synthetic import synthetic_records, validate_sample, write_run
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+    from tests.support.synthetic import synthetic_records, validate_sample, write_run
 
     dirs = []
     for number, (name, skill) in enumerate((("baseline", 0.0), ("candidate", -0.03)), 1):

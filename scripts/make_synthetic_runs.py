@@ -16,7 +16,10 @@ import sys
 import time
 from pathlib import Path
 
-from pytest_agentbench.reporting.synthetic import (
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.support.synthetic import (  # noqa: E402 - after the repository root is on sys.path
     synthetic_records,
     validate_sample,
     write_artifacts,

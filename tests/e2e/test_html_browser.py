@@ -20,7 +20,7 @@ try:  # the browser test needs it; a missing package skips (or fails under CI) b
     from playwright.sync_api import expect
 except ImportError:  # pragma: no cover
     expect = None  # type: ignore[assignment]
-from pytest_agentbench.reporting.synthetic import make_record, write_artifacts, write_run
+from tests.support.synthetic import make_record, write_artifacts, write_run
 
 CHROMIUM = os.environ.get("AGENTBENCH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -18,8 +18,8 @@ from pytest_agentbench.reporting.gate import gate
 from pytest_agentbench.reporting.load import ReportError, load_run, load_runs
 from pytest_agentbench.reporting.paired import PairingError, compare
 from pytest_agentbench.reporting.summary import SCOPE_COLUMNS, summarize, write_summary
-from pytest_agentbench.reporting.synthetic import make_record, synthetic_records, write_run
 from pytest_agentbench.schemas.records import AttemptRecord
+from tests.support.synthetic import make_record, synthetic_records, write_run
 
 
 def rec(task: str, passed: bool = True, reason: str | None = None, attempt: int = 0,

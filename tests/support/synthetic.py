@@ -1,4 +1,7 @@
-"""Synthetic runs for benchmarks, tests and demos: valid `AttemptRecord` lines plus `run.json`.
+"""Synthetic runs for tests, benchmarks and demos: valid `AttemptRecord` lines plus `run.json`.
+
+Test data, so it lives under tests/ and is not shipped in the package; the scripts that make
+synthetic runs (scripts/make_synthetic_runs.py, scripts/bench_reports.py) import it from here.
 
 Task facts (suite, commit, validity, flakiness, quarantine, difficulty and the random number of
 each attempt) come from `task_seed`, so two runs made with the same `task_seed` and different
