@@ -1,4 +1,5 @@
-"""The event sink: builds the envelope, validates the payload, redacts, appends one JSON line.
+"""The event sink: takes an event object (schemas/events.py), adds the envelope, redacts, appends
+one JSON line.
 
 Each worker writes its own file; the controller merges them at session end (one writer per file).
 A line torn by a writer killed mid-line is set aside before the first new line (core.rundir).
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.core.rundir import repair_jsonl
-from pytest_agentbench.schemas.events import EVENT_TYPES, Actor
+from pytest_agentbench.schemas.events import EVENT_TYPES, Actor, Envelope, Event, EventBase
 
 RedactObj = Callable[[Any], Any]
 
@@ -51,16 +52,19 @@ class EventSink:
 
     def emit(
         self,
-        type_: str,
+        type_: Event | str,
         actor: Actor = "harness",
         parent_event_id: str | None = None,
         span_id: str | None = None,
         **fields: Any,
     ) -> str:
-        model = EVENT_TYPES[type_]
+        """Write an event (`sink.emit(CommandFinished(...))`); returns its event id. The old form,
+        a type name and its fields (`emit("command_finished", phase=...)`), is accepted until
+        its last callers are converted (hence the parameter's old name)."""
+        body: EventBase = EVENT_TYPES[type_](**fields) if isinstance(type_, str) else type_
         with self.lock:
             event_id = uuid.uuid4().hex
-            event = model(
+            envelope = Envelope(
                 event_id=event_id,
                 seq=self.seq,
                 ts=utc_now(),
@@ -69,10 +73,11 @@ class EventSink:
                 parent_event_id=parent_event_id,
                 span_id=span_id,
                 **self.ids,
-                **fields,
             )
             self.seq += 1
-            data = self.redact_obj(event.model_dump(mode="json"))
+            # the envelope's fields, then `type`, then the payload's: one flat JSON object
+            written = envelope.model_dump(mode="json") | body.model_dump(mode="json")
+            data = self.redact_obj(written)
             line = json.dumps(data, ensure_ascii=False)
             self.emitted.append(data)
             if self.path is not None:

@@ -339,7 +339,7 @@ class Trial:
         ctx = AgentContext(
             task=self.spec,
             task_dir=self.task.task_dir,
-            toolbox=toolbox,  # type: ignore[arg-type]
+            toolbox=toolbox,
             events=self.events,
             failing_output=self.baseline_output.stdout[-20000:]
             + self.baseline_output.stderr[-4000:],

@@ -1,20 +1,27 @@
 """Events: a versioned discriminated union with one stable envelope (spec §4, improvement 11).
 
-Every event carries the envelope (ids, sequence, wall and monotonic time, causality, actor); the
-`type` field selects the payload model. Readers validate with `EventAdapter`.
+An event is one small class per type (`CommandFinished`, `Note`, ...) holding its payload; the
+pipeline writes it as an object, `sink.emit(CommandFinished(...))`, so mypy and pydantic check its
+fields where it is made. The sink (core/events.py) adds the `Envelope` (ids, sequence, wall and
+monotonic time, causality, actor) and writes one JSON line: the envelope's fields, then `type`,
+then the payload's. Readers validate such a line with `EventAdapter`.
 """
 
 from __future__ import annotations
 
+import functools
+import operator
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
 
 EVENT_VERSION: Literal[1] = 1
 Actor = Literal["harness", "agent", "tool", "sandbox", "llm"]
 
 
 class Envelope(BaseModel):
+    """What the sink adds to every event it writes."""
+
     model_config = ConfigDict(extra="forbid")
 
     event_version: Literal[1] = EVENT_VERSION
@@ -30,18 +37,24 @@ class Envelope(BaseModel):
     actor: Actor = "harness"
 
 
-class TaskStarted(Envelope):
+class EventBase(BaseModel):
+    """An event's payload; `type` selects the class."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class TaskStarted(EventBase):
     type: Literal["task_started"] = "task_started"
     variant: str
     worker: str
 
 
-class PhaseStarted(Envelope):
+class PhaseStarted(EventBase):
     type: Literal["phase_started"] = "phase_started"
     phase: str
 
 
-class PhaseFinished(Envelope):
+class PhaseFinished(EventBase):
     type: Literal["phase_finished"] = "phase_finished"
     phase: str
     ok: bool
@@ -49,7 +62,7 @@ class PhaseFinished(Envelope):
     detail: str = ""
 
 
-class CommandFinished(Envelope):
+class CommandFinished(EventBase):
     """A harness-run command (setup, capture, baseline, scoring) has finished."""
 
     type: Literal["command_finished"] = "command_finished"
@@ -65,14 +78,14 @@ class CommandFinished(Envelope):
     stdout_sha256: str = ""
 
 
-class ToolCallStarted(Envelope):
+class ToolCallStarted(EventBase):
     type: Literal["tool_call_started"] = "tool_call_started"
     tool: str
     step: int
     inputs_sha256: str
 
 
-class ToolCallFinished(Envelope):
+class ToolCallFinished(EventBase):
     type: Literal["tool_call_finished"] = "tool_call_finished"
     tool: str
     step: int
@@ -85,25 +98,25 @@ class ToolCallFinished(Envelope):
     changed_files: list[str] = Field(default_factory=list)
 
 
-class EditRefused(Envelope):
+class EditRefused(EventBase):
     type: Literal["edit_refused"] = "edit_refused"
     path: str
     rule: str  # editable_globs | readonly_globs | max_changed_files | ...
 
 
-class PatchApplied(Envelope):
+class PatchApplied(EventBase):
     type: Literal["patch_applied"] = "patch_applied"
     step: int
     changed_files: list[str]
     diff_path: str
 
 
-class AgentTurn(Envelope):
+class AgentTurn(EventBase):
     type: Literal["agent_turn_started"] = "agent_turn_started"
     step: int
 
 
-class LLMRequest(Envelope):
+class LLMRequest(EventBase):
     type: Literal["llm_request"] = "llm_request"
     step: int
     model: str
@@ -111,7 +124,7 @@ class LLMRequest(Envelope):
     prompt_sha256: str
 
 
-class LLMResponse(Envelope):
+class LLMResponse(EventBase):
     type: Literal["llm_response"] = "llm_response"
     step: int
     finish_reason: str | None = None
@@ -124,7 +137,7 @@ class LLMResponse(Envelope):
     retries: int = 0
 
 
-class LLMRetry(Envelope):
+class LLMRetry(EventBase):
     type: Literal["llm_retry"] = "llm_retry"
     attempt: int
     status: int | None = None
@@ -132,14 +145,14 @@ class LLMRetry(Envelope):
     error: str = ""
 
 
-class TaskFinished(Envelope):
+class TaskFinished(EventBase):
     type: Literal["task_finished"] = "task_finished"
     passed: bool
     failure_reason: str | None = None
     duration_ms: int
 
 
-class Note(Envelope):
+class Note(EventBase):
     """Anything else worth keeping in the stream (warnings, budget stops, worker crashes)."""
 
     type: Literal["note"] = "note"
@@ -165,23 +178,34 @@ Event = Annotated[
     | Note,
     Field(discriminator="type"),
 ]
-EventAdapter: TypeAdapter[Event] = TypeAdapter(Event)
-EVENT_TYPES: dict[str, type[Envelope]] = {
-    cls.model_fields["type"].default: cls
-    for cls in (
-        TaskStarted,
-        PhaseStarted,
-        PhaseFinished,
-        CommandFinished,
-        ToolCallStarted,
-        ToolCallFinished,
-        EditRefused,
-        PatchApplied,
-        AgentTurn,
-        LLMRequest,
-        LLMResponse,
-        LLMRetry,
-        TaskFinished,
-        Note,
-    )
+EVENT_CLASSES: tuple[type[EventBase], ...] = (
+    TaskStarted,
+    PhaseStarted,
+    PhaseFinished,
+    CommandFinished,
+    ToolCallStarted,
+    ToolCallFinished,
+    EditRefused,
+    PatchApplied,
+    AgentTurn,
+    LLMRequest,
+    LLMResponse,
+    LLMRetry,
+    TaskFinished,
+    Note,
+)
+EVENT_TYPES: dict[str, type[EventBase]] = {
+    cls.model_fields["type"].default: cls for cls in EVENT_CLASSES
 }
+
+
+def _written(cls: type[EventBase]) -> type[BaseModel]:
+    """The line the sink writes for `cls`: the envelope's fields, then the event's."""
+    return create_model(f"Written{cls.__name__}", __base__=(cls, Envelope))
+
+
+_WrittenEvent: Any = Annotated[
+    functools.reduce(operator.or_, map(_written, EVENT_CLASSES)), Field(discriminator="type")
+]
+#: Validates one line of events.jsonl: an envelope and one of the events, selected by `type`.
+EventAdapter: TypeAdapter[Any] = TypeAdapter(_WrittenEvent)
