@@ -42,6 +42,7 @@ from pytest_agentbench.llm import (
     ModelConfigError,
     ToolCall,
 )
+from pytest_agentbench.schemas.events import AgentTurn, LLMRequest, LLMResponse, LLMRetry, Note
 from pytest_agentbench.schemas.records import ModelInfo, Usage
 from pytest_agentbench.schemas.taxonomy import Reason
 from pytest_agentbench.text.redaction import Redactor
@@ -149,10 +150,10 @@ class _Run:
     def _call_model(self) -> ChatResult:
         self.step += 1
         events = self.ctx.events
-        events.emit("agent_turn_started", actor="agent", step=self.step)
-        events.emit("llm_request", actor="llm", step=self.step,
-                    model=self.model_info.name, messages=len(self.messages),
-                    prompt_sha256=self.prompt_hash.copy().hexdigest())
+        events.emit(AgentTurn(step=self.step), actor="agent")
+        events.emit(LLMRequest(step=self.step, model=self.model_info.name,
+                               messages=len(self.messages),
+                               prompt_sha256=self.prompt_hash.copy().hexdigest()), actor="llm")
         deadline = self.ctx.deadline
         if self.budget.max_wall_sec is not None:
             deadline = min(deadline, self.started + self.budget.max_wall_sec)
@@ -276,8 +277,9 @@ class _Run:
         message = self._redact(f"{type(exc).__name__}: {exc}")
         self._write({"step": self.step, "ts": utc_now(), "error": message, "status": exc.status,
                      "retries": exc.retries})
-        self.ctx.events.emit("note", actor="llm", kind="llm_error", message=message,
-                             data={"status": exc.status, "retries": exc.retries})
+        self.ctx.events.emit(Note(kind="llm_error", message=message,
+                                  data={"status": exc.status, "retries": exc.retries}),
+                             actor="llm")
         if time.monotonic() >= deadline - 0.5 and not isinstance(exc, LLMAuthError):
             if deadline < self.ctx.deadline:  # the wall budget, not the task, ran out
                 self._budget("WALL", f"max_wall_sec={self.budget.max_wall_sec} reached "
@@ -292,10 +294,10 @@ class _Run:
 
     def _finish(self, outcome: AgentOutcome) -> AgentOutcome:
         outcome.model, outcome.usage, outcome.steps = self.model_info, self.usage, self.step
-        self.ctx.events.emit("note", actor="agent", kind="agent_stop",
-                             message=f"{outcome.finished_by}: {outcome.summary}"[:500],
-                             data={"reason": outcome.reason, "sub_reason": outcome.sub_reason,
-                                   "steps": self.step, "usage": self.usage.model_dump()})
+        self.ctx.events.emit(Note(
+            kind="agent_stop", message=f"{outcome.finished_by}: {outcome.summary}"[:500],
+            data={"reason": outcome.reason, "sub_reason": outcome.sub_reason, "steps": self.step,
+                  "usage": self.usage.model_dump()}), actor="agent")
         self._write({"step": self.step, "ts": utc_now(), "stop": {
             "finished_by": outcome.finished_by, "reason": outcome.reason,
             "sub_reason": outcome.sub_reason, "summary": outcome.summary}})
@@ -316,12 +318,12 @@ class _Run:
         if call.cost_usd is not None:
             u.cost_usd = (u.cost_usd or 0.0) + call.cost_usd
         self.last_wall_sec = result.wall_ms / 1000
-        self.ctx.events.emit(
-            "llm_response", actor="llm", step=self.step, finish_reason=result.finish_reason,
+        self.ctx.events.emit(LLMResponse(
+            step=self.step, finish_reason=result.finish_reason,
             tool_calls=[c.name for c in result.tool_calls],
             tool_calls_source=result.tool_calls_source, prompt_tokens=call.prompt_tokens,
             completion_tokens=call.completion_tokens, cost_usd=call.cost_usd,
-            latency_ms=result.latency_ms, retries=result.retries)
+            latency_ms=result.latency_ms, retries=result.retries), actor="llm")
 
     def _call_meta(self, result: ChatResult) -> dict[str, Any]:
         return {"usage": {"prompt_tokens": result.usage.prompt_tokens,
@@ -356,10 +358,11 @@ class _Run:
 
     def _on_client_event(self, kind: str, payload: dict[str, Any]) -> None:
         if kind == "llm_retry":
-            self.ctx.events.emit("llm_retry", actor="llm", attempt=payload.get("attempt", 0),
-                                 status=payload.get("status"),
-                                 wait_sec=float(payload.get("wait_sec") or 0.0),
-                                 error=self._redact(str(payload.get("error", ""))))
+            self.ctx.events.emit(LLMRetry(attempt=payload.get("attempt", 0),
+                                          status=payload.get("status"),
+                                          wait_sec=float(payload.get("wait_sec") or 0.0),
+                                          error=self._redact(str(payload.get("error", "")))),
+                                 actor="llm")
 
     def _first_observation(self) -> str:
         ctx, task = self.ctx, self.ctx.task

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from pytest_agentbench.schemas.events import Actor
+from pytest_agentbench.schemas.events import Actor, Event
 from pytest_agentbench.schemas.records import ModelInfo, Usage
 from pytest_agentbench.schemas.task import TaskSpec
 from pytest_agentbench.schemas.taxonomy import Reason
@@ -35,16 +35,12 @@ class Tools(Protocol):
 
 
 class EventLog(Protocol):
-    """The attempt's event stream (events.jsonl); the payload is one of schemas/events.py."""
+    """The attempt's event stream (events.jsonl, written by core.events.EventSink)."""
 
-    def emit(
-        self,
-        type_: str,
-        actor: Actor = "harness",
-        parent_event_id: str | None = None,
-        span_id: str | None = None,
-        **fields: Any,
-    ) -> str: ...
+    def emit(self, event: Event, /, actor: Actor = "harness") -> str:
+        """Write one event (a class of schemas/events.py, e.g. `LLMRequest(...)`) with the
+        envelope the log adds (ids, sequence, times, `actor`); returns its event id."""
+        ...
 
 
 @dataclass
