@@ -22,6 +22,9 @@ depend on anything the agent controls, because the recorded diff is what scoring
 - Diffs travel as base64, so no byte is lost; numstat is parsed with -z; a patch that is not valid
   UTF-8 is made again with every file as an exact binary patch. `apply_command` applies a patch
   the same way: no conversion, whatever the pre-agent copy's .gitattributes say.
+
+The shell scripts themselves are in core/git_scripts.py; the translation of the ignore files into
+one exclude file is core/gitignore_rules.py.
 """
 
 from __future__ import annotations
@@ -33,168 +36,21 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from pytest_agentbench.core import git_scripts as sh
+from pytest_agentbench.core.gitignore_rules import base_excludes
 from pytest_agentbench.sandbox.port import ExecResult, Sandbox, SandboxError
 
-EXCLUDES = ["**/__pycache__/**", ".pytest_cache/**", "**/*.pyc", ".agentbench/**"]
 APPLY_PATCH = ".git/agentbench-final.patch"
-GITDIR_PREFIX = "/tmp/.agentbench-git."
-RACY_MARGIN_SEC = 2
-# The agent can write .git/config; pin what would change what we read (setup-phase checks).
-_GIT = (
-    "git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.quotepath=off"
-    " -c core.autocrlf=false -c core.safecrlf=false -c diff.noprefix=false"
-    " -c diff.mnemonicPrefix=false -c diff.relative=false -c diff.external="
-)
-_PINS = {
-    "core.hooksPath": "/dev/null", "core.fsmonitor": "false", "core.untrackedCache": "false",
-    "core.splitIndex": "false", "core.ignoreStat": "false", "core.checkStat": "default",
-    "core.trustctime": "true", "core.fileMode": "true", "core.symlinks": "true",
-    "core.ignoreCase": "false", "core.precomposeUnicode": "false", "core.autocrlf": "false",
-    "core.safecrlf": "false", "core.quotePath": "false", "core.excludesFile": "/dev/null",
-    "core.attributesFile": "/dev/null", "core.sparseCheckout": "false",
-    "core.sparseCheckoutCone": "false", "index.sparse": "false", "index.skipHash": "false",
-    "feature.manyFiles": "false", "add.ignoreErrors": "false", "submodule.recurse": "false",
-    "diff.ignoreSubmodules": "none", "diff.submodule": "short", "diff.noprefix": "false",
-    "diff.mnemonicPrefix": "false", "diff.relative": "false", "diff.external": "",
-    "diff.renames": "false", "diff.context": "3", "diff.interHunkContext": "0",
-    "diff.suppressBlankEmpty": "false", "diff.orderFile": "/dev/null", "diff.algorithm": "myers",
-    "diff.colorMoved": "no", "color.ui": "never", "color.diff": "never", "gc.auto": "0",
-    "maintenance.auto": "false", "safe.directory": "*",
-}
-# No conversion on the way into the object store, whatever the in-tree .gitattributes say.
-_ATTRIBUTES = b"* -text -crlf -eol -filter -ident -working-tree-encoding\n"
-_DIFF = "diff --no-color --no-renames --no-ext-diff --no-textconv"
-_REBUILD, _NESTED_REPO = 86, 87  # exit codes of the snapshot script
 _CHUNK = 60_000  # bytes per environment variable (one string may not exceed 128 KiB)
-_JUNK = " ".join(shlex.quote(f":(exclude){p}") for p in EXCLUDES)
-
-# Every GIT_* variable goes (GIT_DIR, GIT_INDEX_FILE, GIT_LITERAL_PATHSPECS, ...), then ours.
-_PRELUDE = r"""set -o pipefail
-BARE=$'[core]\n\trepositoryformatversion = 0\n\tbare = true\n'
-for v in $(compgen -e); do case $v in GIT_*) unset "$v";; esac; done
-export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_ATTR_NOSYSTEM=1 \
-  GIT_TERMINAL_PROMPT=0 GIT_OBJECT_DIRECTORY="$PWD/.git/objects"
-g() { git PINS "$@"; }
-""".replace("PINS", " ".join("-c " + shlex.quote(f"{k}={v}") for k, v in _PINS.items()))
-# What the harness git dir is now: names, types, sizes, modes, inodes and mtimes of everything in
-# it, and the contents of the files git reads. Anything the agent does to it changes this.
-_FP = r"""fp() { [ -d "$GD" ] && [ ! -L "$GD" ] && find "$GD" -printf '%P %y %s %m %i %T@\n' &&
-  sha256sum "$GD/HEAD" "$GD/config" "$GD/index" "$GD/ref" "$GD/tracked-ignored" "$GD/binary" \
-    "$GD/info/exclude" "$GD/info/attributes"; }
-"""
-_CHECK = '[ -n "$EXPECT" ] && [ "$(fp)" = "$EXPECT" ] || exit 86\n'
-# A fresh git dir whose index holds the base tree (the first time, HEAD's) without stat data, so
-# the update below hashes every file. (Seeding it from the checkout's .git/index would not save
-# much: right after a checkout nearly every entry is racy or recently changed, so hashed anyway.)
-_REBUILD_SCRIPT = r"""rm -rf "$GD" && mkdir -m 700 "$GD" && mkdir "$GD/refs" "$GD/info" &&
-printf 'ref: refs/heads/agentbench\n' > "$GD/HEAD" && printf '%s' "$BARE" > "$GD/config" &&
-printf '%s' "$ATTRS" | base64 -d > "$GD/info/attributes" && printf '* -diff\n' > "$GD/binary" &&
-for v in $(compgen -e | grep '^AGENTBENCH_EXCL_' | LC_ALL=C sort); do printf '%s' "${!v}"; done |
-  base64 -d > "$GD/info/exclude" || exit 1
-tree=$BASE
-if [ -z "$tree" ]; then tree=$(GIT_DIR="$PWD/.git" g rev-parse -q --verify 'HEAD^{tree}'); fi
-export GIT_DIR="$GD" GIT_WORK_TREE="$PWD" GIT_INDEX_FILE="$GD/index"
-if [ -n "$tree" ]; then g read-tree "$tree" || exit 1; else g read-tree --empty || exit 1; fi
-if [ -n "$BASE" ]; then
-  g ls-files -z -c -i --exclude-from="$GD/info/exclude" -- . JUNK > "$GD/tracked-ignored" || exit 1
-fi
-""".replace("JUNK", _JUNK)
-# Brings the harness index up to date with the workspace:
-# 1. every indexed file whose ctime (nanoseconds, and no tool sets it back) is newer than `ref`
-#    (the previous snapshot's start, less a margin) leaves the index, so it is hashed again:
-#    git's own stat check compares whole seconds only, and an mtime can be set back;
-# 2. tracked entries, by git's stat check (racy entries compared by content);
-# 3. files git does not know yet, under the base ignore rules; and the base files that those
-#    rules ignore (`tracked-ignored`) wherever they are files again (git would not list them).
-_UPDATE = r"""export GIT_DIR="$GD" GIT_WORK_TREE="$PWD" GIT_INDEX_FILE="$GD/index"
-P="$GD/paths" TI="$GD/tracked-ignored"
-if [ -f "$GD/ref" ]; then
-  { g ls-files -z | find -files0-from - -maxdepth 0 \( -type f -o -type l \) \
-      -cnewer "$GD/ref" -print0 > "$P"; } 2>/dev/null
-  if [ -s "$P" ]; then g update-index --force-remove -z --stdin < "$P" || exit 1; fi
-fi
-touch -d "-MARGIN seconds" "$GD/ref" || exit 1
-g add -u -- . JUNK || exit 1
-g ls-files -z -o --exclude-from="$GD/info/exclude" -- . JUNK > "$P" || exit 1
-if [ -s "$P" ] && grep -qz '/$' "$P"; then
-  echo "nested git repository: $(grep -z '/$' "$P" | tr '\0' ' ' | head -c 300)" >&2
-  exit 87
-fi
-if [ -s "$TI" ]; then
-  while IFS= read -r -d '' p; do
-    d=$p ok=1
-    while [ "$d" != "${d%/*}" ]; do d=${d%/*}; if [ -L "$d" ]; then ok=0; break; fi; done
-    if [ $ok = 1 ] && { [ -L "$p" ] || [ -f "$p" ]; }; then printf '%s\0' "$p"; fi
-  done < "$TI" >> "$P"
-fi
-if [ -s "$P" ]; then g update-index --add --remove -z --stdin < "$P" || exit 1; fi
-: > "$P"
-if [ ! -e "$TI" ]; then
-  g ls-files -z -c -i --exclude-from="$GD/info/exclude" -- . JUNK > "$TI" || exit 1
-fi
-""".replace("JUNK", _JUNK).replace(
-    "MARGIN", str(RACY_MARGIN_SEC)
-)
-# The ignore files git reads in the workspace now (before the agent starts), with contents.
-_IGNORE_FILES = r"""{ GIT_DIR="$PWD/.git" g ls-files -z -co --exclude-standard \
-    -- ':(glob)**/.gitignore' |
-  while IFS= read -r -d '' f; do
-    if [ -f "$f" ] && [ ! -L "$f" ]; then printf '%s\0' "$f"; base64 -w0 < "$f"; printf '\0'; fi
-  done
-  if [ -f .git/info/exclude ] && [ ! -L .git/info/exclude ]; then
-    printf ':info/exclude\0'; base64 -w0 < .git/info/exclude; printf '\0'
-  fi
-} | base64 -w0 && echo && mktemp -d PREFIXXXXXXXXX
-""".replace("PREFIX", GITDIR_PREFIX)
-# Two trees compared in a bare git dir (so no worktree, no in-tree .gitattributes; `-c core.bare`
-# alone would not do: git decides bareness from the config file): patch and numstat as base64. A
-# patch that is not valid UTF-8 (content or names) is made again with every file as a binary
-# patch (the attributes file $BIN says `* -diff`) and odd names quoted: exact, and ASCII but for
-# symlink targets, which git always diffs as text.
-_DIFF_BODY = r"""g -c core.bare=true DIFF --binary "$OLD" "$NEW" > "$T" || exit 1
-if ! iconv -f UTF-8 -t UTF-8 < "$T" > /dev/null 2>&1; then
-  g -c core.bare=true -c core.quotePath=true -c core.attributesFile="$BIN" \
-    DIFF --binary "$OLD" "$NEW" > "$T" || exit 1
-fi
-base64 -w0 < "$T" && echo && rm -f "$T" &&
-g -c core.bare=true DIFF --numstat -z --text "$OLD" "$NEW" | base64 -w0 && echo || exit 1
-""".replace("DIFF", _DIFF)
-# ... in a throwaway git dir, for any two trees
-_DIFF_SCRIPT = r"""D=$(mktemp -d /tmp/.agentbench-diff.XXXXXXXX) || exit 1
-trap 'rm -rf "$D"' EXIT
-mkdir "$D/refs" && printf 'ref: refs/heads/agentbench\n' > "$D/HEAD" &&
-printf '%s' "$BARE" > "$D/config" && printf '* -diff\n' > "$D/binary" || exit 1
-export GIT_DIR="$D" T="$D/patch" BIN="$D/binary"
-""" + _DIFF_BODY + "echo END\n"
-# ... and right after a snapshot, from $OLD to the new tree, in the harness git dir.
-_SNAPSHOT_DIFF = r"""tree=$(g write-tree) || exit 1
-echo "$tree"
-if [ -n "$OLD" ] && [ "$OLD" != "$tree" ]; then
-  ( export NEW=$tree T="$GD/patch" BIN="$GD/binary"; unset GIT_WORK_TREE GIT_INDEX_FILE
-""" + _DIFF_BODY + r"""  ) || { rm -f "$GD/patch"; exit 1; }
-else echo; echo; fi
-echo END && fp
-"""
-
-
-# Applies a recorded patch to the pre-agent copy byte for byte: git apply converts content per
-# the workspace's .gitattributes (eol=crlf, filters) and honours its config, so it runs against a
-# throwaway git dir whose info/attributes turns every conversion off.
-_APPLY_SCRIPT = r"""D=$(mktemp -d /tmp/.agentbench-apply.XXXXXXXX) || exit 1
-trap 'rm -rf "$D"' EXIT
-mkdir "$D/refs" "$D/info" && printf 'ref: refs/heads/agentbench\n' > "$D/HEAD" &&
-printf '%s' "$ATTRS" | base64 -d > "$D/info/attributes" || exit 1
-GIT_DIR="$D" GIT_WORK_TREE="$PWD" g apply --binary --whitespace=nowarn "$PATCH"
-"""
 
 
 def apply_command(patch_path: str = APPLY_PATCH) -> str:
     """The shell command (run in the workspace root inside a sandbox) that applies a recorded
     patch exactly as recorded: no attribute conversion, no workspace config."""
     head = (
-        f"PATCH={shlex.quote(patch_path)} ATTRS={base64.b64encode(_ATTRIBUTES).decode()}\n"
+        f"PATCH={shlex.quote(patch_path)} ATTRS={base64.b64encode(sh.ATTRIBUTES).decode()}\n"
     )
-    return head + _PRELUDE + _APPLY_SCRIPT
+    return head + sh.PRELUDE + sh.APPLY_SCRIPT
 
 
 class SnapshotError(SandboxError):
@@ -245,16 +101,16 @@ class Snapshotter:
                 self.sandbox.exec(f"rm -rf {shlex.quote(self.gitdir)}", timeout_sec=30)
 
     def _snapshot(self, old: str, last: bool = False) -> tuple[str, tuple[bytes, bytes]]:
-        end = _SNAPSHOT_DIFF + ('rm -rf "$GD"\n' if last else "")
+        end = sh.SNAPSHOT_DIFF + ('rm -rf "$GD"\n' if last else "")
         self.removed = False
         if self.gitdir is None:
             self._start()
-            result = self._exec(_REBUILD_SCRIPT + _UPDATE + end, old)
+            result = self._exec(sh.REBUILD_SCRIPT + sh.UPDATE + end, old)
         else:
-            result = self._exec(_CHECK + _UPDATE + end, old)
-            if result.exit_code == _REBUILD and not result.timed_out:
+            result = self._exec(sh.CHECK + sh.UPDATE + end, old)
+            if result.exit_code == sh.REBUILD_EXIT and not result.timed_out:
                 self.rebuilds += 1
-                result = self._exec(_REBUILD_SCRIPT + _UPDATE + end, old)
+                result = self._exec(sh.REBUILD_SCRIPT + sh.UPDATE + end, old)
         accepted = self._accept(result)
         if last:
             self.fingerprint, self.removed = "", True
@@ -262,11 +118,11 @@ class Snapshotter:
 
     def _start(self) -> None:
         result = self.sandbox.exec(
-            _PRELUDE + _IGNORE_FILES, timeout_sec=self.timeout_sec, full_output=True
+            sh.PRELUDE + sh.IGNORE_FILES, timeout_sec=self.timeout_sec, full_output=True
         )
         text = result.full_stdout if result.full_stdout is not None else result.stdout
         lines = text.split("\n")
-        if not result.ok or len(lines) != 3 or not lines[1].startswith(GITDIR_PREFIX):
+        if not result.ok or len(lines) != 3 or not lines[1].startswith(sh.GITDIR_PREFIX):
             raise SnapshotError(
                 f"cannot start a snapshot (exit {result.exit_code}, timed out "
                 f"{result.timed_out}, {len(lines)} lines): {result.stderr.strip()[-300:]}"
@@ -286,10 +142,10 @@ class Snapshotter:
         env["EXPECT"] = self.fingerprint
         head = (
             f"GD={shlex.quote(self.gitdir)} BASE={shlex.quote(self.base)} OLD={old}"
-            f" ATTRS={base64.b64encode(_ATTRIBUTES).decode()}\n"
+            f" ATTRS={base64.b64encode(sh.ATTRIBUTES).decode()}\n"
         )
         return self.sandbox.exec(
-            head + _PRELUDE + _FP + script, timeout_sec=self.timeout_sec, env=env,
+            head + sh.PRELUDE + sh.FP + script, timeout_sec=self.timeout_sec, env=env,
             full_output=True,
         )
 
@@ -299,7 +155,7 @@ class Snapshotter:
         if (not result.ok or len(lines) != 5 or not _is_tree(lines[0]) or lines[3] != "END"
                 or not lines[4].strip()):
             self.fingerprint = ""  # whatever git left behind is rebuilt next time
-            what = "a nested git repository" if result.exit_code == _NESTED_REPO else "git"
+            what = "a nested git repository" if result.exit_code == sh.NESTED_REPO_EXIT else "git"
             detail = result.stderr.strip()[-300:] or "the diff is too large to record"
             raise SnapshotError(f"git snapshot failed ({what}): {detail}")
         tree, self.fingerprint = lines[0], lines[4].rstrip("\n")
@@ -345,7 +201,7 @@ def _diff(sandbox: Sandbox, old: str, new: str, timeout_sec: float) -> tuple[byt
     _check_tree(new)
     head = f"OLD={old} NEW={new}\n"
     result = sandbox.exec(
-        head + _PRELUDE + _DIFF_SCRIPT, timeout_sec=timeout_sec, full_output=True
+        head + sh.PRELUDE + sh.DIFF_SCRIPT, timeout_sec=timeout_sec, full_output=True
     )
     text = result.full_stdout if result.full_stdout is not None else result.stdout
     lines = text.split("\n")
@@ -394,71 +250,12 @@ def _b64(text: str) -> bytes:
         raise SnapshotError(f"git output is incomplete ({exc})") from exc
 
 
-# -- ignore rules ---------------------------------------------------------------------------------
-def base_excludes(sources: dict[bytes, bytes]) -> bytes:
-    """One exclude file (patterns relative to the workspace root) equal to the given ignore files:
-    `:info/exclude` first, then every `<dir>/.gitignore` by depth, so that, as in git, the deeper
-    file wins and within a file the last matching line."""
-    out: list[bytes] = []
-    if b":info/exclude" in sources:
-        out += _patterns(b"", sources[b":info/exclude"])
-    ignores = [p for p in sources if p.endswith(b".gitignore")]
-    for path in sorted(ignores, key=lambda p: (p.count(b"/"), p)):
-        if path == b".gitignore" or path.endswith(b"/.gitignore"):
-            out += _patterns(path[: -len(b".gitignore")].rstrip(b"/"), sources[path])
-    return b"".join(line + b"\n" for line in out)
-
-
-_GLOB_CHARS = re.compile(rb"([*?\[\\])")
-
-
-def _patterns(directory: bytes, content: bytes) -> list[bytes]:
-    """The lines of one .gitignore in `directory`, rewritten to be relative to the root."""
-    prefix = b"/" + _GLOB_CHARS.sub(rb"\\\1", directory) + b"/" if directory else b""
-    out = []
-    for raw in content.removeprefix(b"\xef\xbb\xbf").split(b"\n"):
-        line = _trim_trailing_spaces(raw)
-        if not line or line.startswith(b"#"):
-            continue
-        if not prefix:
-            out.append(line)
-            continue
-        negated = line.startswith(b"!")
-        body = line[1:] if negated else line
-        dir_only = body.endswith(b"/")
-        body = body.rstrip(b"/") if dir_only else body
-        if not body:
-            continue
-        # with a slash it is anchored to the .gitignore's directory, else a name at any depth
-        body = prefix + (body.removeprefix(b"/") if b"/" in body else b"**/" + body)
-        out.append((b"!" if negated else b"") + body + (b"/" if dir_only else b""))
-    return out
-
-
-def _trim_trailing_spaces(line: bytes) -> bytes:
-    """git's rule: trailing spaces go unless escaped with a backslash."""
-    last_space, i = None, 0
-    while i < len(line):
-        char = line[i : i + 1]
-        if char == b" ":
-            last_space = i if last_space is None else last_space
-        elif char == b"\\":
-            i += 1
-            if i >= len(line):
-                return line
-            last_space = None
-        else:
-            last_space = None
-        i += 1
-    return line if last_space is None else line[:last_space]
-
-
 # -- setup-phase checks (the workspace's own repository, before the agent) -----------------------
 def dirty_tracked_files(sandbox: Sandbox, timeout_sec: float = 60) -> tuple[list[str], str]:
     """Tracked files changed since checkout, and `git diff --stat` (setup must leave none)."""
     result = sandbox.exec(
-        f"{_GIT} status --porcelain --untracked-files=no && echo '@@stat@@' && "
-        f"{_GIT} diff --stat HEAD",
+        f"{sh.GIT} status --porcelain --untracked-files=no && echo '@@stat@@' && "
+        f"{sh.GIT} diff --stat HEAD",
         timeout_sec=timeout_sec,
     )
     if not result.ok:
@@ -471,7 +268,7 @@ def dirty_tracked_files(sandbox: Sandbox, timeout_sec: float = 60) -> tuple[list
 def untracked_files(sandbox: Sandbox, timeout_sec: float = 60) -> list[str]:
     """Files in the workspace that git does not track, ignored ones included, minus the junk
     that is never part of a snapshot (caches, bytecode)."""
-    result = sandbox.exec(f"{_GIT} ls-files --others -z -- . {_JUNK}", timeout_sec=timeout_sec)
+    result = sandbox.exec(f"{sh.GIT} ls-files --others -z -- . {sh.JUNK}", timeout_sec=timeout_sec)
     if not result.ok:
         raise SnapshotError(f"git ls-files failed: {result.stderr.strip()[-300:]}")
     return sorted(name for name in result.stdout.split("\0") if name)

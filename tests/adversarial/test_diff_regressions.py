@@ -230,7 +230,7 @@ PROBES = [
 
 def test_base_ignore_rules_translate_to_what_git_ignores(tmp_path: Path) -> None:
     """One exclude file made of the workspace's .gitignore files ignores exactly what git does."""
-    from pytest_agentbench.core.gitops import base_excludes
+    from pytest_agentbench.core.gitignore_rules import base_excludes
     from tests.adversarial.test_diff_support import git
 
     git(tmp_path, "init", "-q")

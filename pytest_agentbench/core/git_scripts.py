@@ -1,0 +1,164 @@
+"""The shell text that gitops runs inside the sandbox, and the git settings it pins.
+
+Every script starts with PRELUDE (every GIT_* variable unset, system and global config off, `g`
+= git with every setting that changes what git sees pinned by `-c`). The snapshot scripts work in
+the harness git dir $GD: REBUILD_SCRIPT makes it afresh from the base tree, UPDATE brings its
+index up to date with the workspace, SNAPSHOT_DIFF writes the tree and diffs it from $OLD, and
+FP and CHECK notice when anything else touched the git dir. DIFF_SCRIPT diffs two trees in a
+throwaway git dir; APPLY_SCRIPT applies a recorded patch with every attribute conversion off.
+Why each step is there is in core/gitops.py.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+EXCLUDES = ["**/__pycache__/**", ".pytest_cache/**", "**/*.pyc", ".agentbench/**"]
+GITDIR_PREFIX = "/tmp/.agentbench-git."
+RACY_MARGIN_SEC = 2
+# The agent can write .git/config; pin what would change what we read (setup-phase checks).
+GIT = (
+    "git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.quotepath=off"
+    " -c core.autocrlf=false -c core.safecrlf=false -c diff.noprefix=false"
+    " -c diff.mnemonicPrefix=false -c diff.relative=false -c diff.external="
+)
+_PINS = {
+    "core.hooksPath": "/dev/null", "core.fsmonitor": "false", "core.untrackedCache": "false",
+    "core.splitIndex": "false", "core.ignoreStat": "false", "core.checkStat": "default",
+    "core.trustctime": "true", "core.fileMode": "true", "core.symlinks": "true",
+    "core.ignoreCase": "false", "core.precomposeUnicode": "false", "core.autocrlf": "false",
+    "core.safecrlf": "false", "core.quotePath": "false", "core.excludesFile": "/dev/null",
+    "core.attributesFile": "/dev/null", "core.sparseCheckout": "false",
+    "core.sparseCheckoutCone": "false", "index.sparse": "false", "index.skipHash": "false",
+    "feature.manyFiles": "false", "add.ignoreErrors": "false", "submodule.recurse": "false",
+    "diff.ignoreSubmodules": "none", "diff.submodule": "short", "diff.noprefix": "false",
+    "diff.mnemonicPrefix": "false", "diff.relative": "false", "diff.external": "",
+    "diff.renames": "false", "diff.context": "3", "diff.interHunkContext": "0",
+    "diff.suppressBlankEmpty": "false", "diff.orderFile": "/dev/null", "diff.algorithm": "myers",
+    "diff.colorMoved": "no", "color.ui": "never", "color.diff": "never", "gc.auto": "0",
+    "maintenance.auto": "false", "safe.directory": "*",
+}
+# No conversion on the way into the object store, whatever the in-tree .gitattributes say.
+ATTRIBUTES = b"* -text -crlf -eol -filter -ident -working-tree-encoding\n"
+_DIFF = "diff --no-color --no-renames --no-ext-diff --no-textconv"
+REBUILD_EXIT, NESTED_REPO_EXIT = 86, 87  # exit codes of the snapshot script
+JUNK = " ".join(shlex.quote(f":(exclude){p}") for p in EXCLUDES)
+
+# Every GIT_* variable goes (GIT_DIR, GIT_INDEX_FILE, GIT_LITERAL_PATHSPECS, ...), then ours.
+PRELUDE = r"""set -o pipefail
+BARE=$'[core]\n\trepositoryformatversion = 0\n\tbare = true\n'
+for v in $(compgen -e); do case $v in GIT_*) unset "$v";; esac; done
+export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_ATTR_NOSYSTEM=1 \
+  GIT_TERMINAL_PROMPT=0 GIT_OBJECT_DIRECTORY="$PWD/.git/objects"
+g() { git PINS "$@"; }
+""".replace("PINS", " ".join("-c " + shlex.quote(f"{k}={v}") for k, v in _PINS.items()))
+# What the harness git dir is now: names, types, sizes, modes, inodes and mtimes of everything in
+# it, and the contents of the files git reads. Anything the agent does to it changes this.
+FP = r"""fp() { [ -d "$GD" ] && [ ! -L "$GD" ] && find "$GD" -printf '%P %y %s %m %i %T@\n' &&
+  sha256sum "$GD/HEAD" "$GD/config" "$GD/index" "$GD/ref" "$GD/tracked-ignored" "$GD/binary" \
+    "$GD/info/exclude" "$GD/info/attributes"; }
+"""
+CHECK = '[ -n "$EXPECT" ] && [ "$(fp)" = "$EXPECT" ] || exit 86\n'
+# A fresh git dir whose index holds the base tree (the first time, HEAD's) without stat data, so
+# the update below hashes every file. (Seeding it from the checkout's .git/index would not save
+# much: right after a checkout nearly every entry is racy or recently changed, so hashed anyway.)
+REBUILD_SCRIPT = r"""rm -rf "$GD" && mkdir -m 700 "$GD" && mkdir "$GD/refs" "$GD/info" &&
+printf 'ref: refs/heads/agentbench\n' > "$GD/HEAD" && printf '%s' "$BARE" > "$GD/config" &&
+printf '%s' "$ATTRS" | base64 -d > "$GD/info/attributes" && printf '* -diff\n' > "$GD/binary" &&
+for v in $(compgen -e | grep '^AGENTBENCH_EXCL_' | LC_ALL=C sort); do printf '%s' "${!v}"; done |
+  base64 -d > "$GD/info/exclude" || exit 1
+tree=$BASE
+if [ -z "$tree" ]; then tree=$(GIT_DIR="$PWD/.git" g rev-parse -q --verify 'HEAD^{tree}'); fi
+export GIT_DIR="$GD" GIT_WORK_TREE="$PWD" GIT_INDEX_FILE="$GD/index"
+if [ -n "$tree" ]; then g read-tree "$tree" || exit 1; else g read-tree --empty || exit 1; fi
+if [ -n "$BASE" ]; then
+  g ls-files -z -c -i --exclude-from="$GD/info/exclude" -- . JUNK > "$GD/tracked-ignored" || exit 1
+fi
+""".replace("JUNK", JUNK)
+# Brings the harness index up to date with the workspace:
+# 1. every indexed file whose ctime (nanoseconds, and no tool sets it back) is newer than `ref`
+#    (the previous snapshot's start, less a margin) leaves the index, so it is hashed again:
+#    git's own stat check compares whole seconds only, and an mtime can be set back;
+# 2. tracked entries, by git's stat check (racy entries compared by content);
+# 3. files git does not know yet, under the base ignore rules; and the base files that those
+#    rules ignore (`tracked-ignored`) wherever they are files again (git would not list them).
+UPDATE = r"""export GIT_DIR="$GD" GIT_WORK_TREE="$PWD" GIT_INDEX_FILE="$GD/index"
+P="$GD/paths" TI="$GD/tracked-ignored"
+if [ -f "$GD/ref" ]; then
+  { g ls-files -z | find -files0-from - -maxdepth 0 \( -type f -o -type l \) \
+      -cnewer "$GD/ref" -print0 > "$P"; } 2>/dev/null
+  if [ -s "$P" ]; then g update-index --force-remove -z --stdin < "$P" || exit 1; fi
+fi
+touch -d "-MARGIN seconds" "$GD/ref" || exit 1
+g add -u -- . JUNK || exit 1
+g ls-files -z -o --exclude-from="$GD/info/exclude" -- . JUNK > "$P" || exit 1
+if [ -s "$P" ] && grep -qz '/$' "$P"; then
+  echo "nested git repository: $(grep -z '/$' "$P" | tr '\0' ' ' | head -c 300)" >&2
+  exit 87
+fi
+if [ -s "$TI" ]; then
+  while IFS= read -r -d '' p; do
+    d=$p ok=1
+    while [ "$d" != "${d%/*}" ]; do d=${d%/*}; if [ -L "$d" ]; then ok=0; break; fi; done
+    if [ $ok = 1 ] && { [ -L "$p" ] || [ -f "$p" ]; }; then printf '%s\0' "$p"; fi
+  done < "$TI" >> "$P"
+fi
+if [ -s "$P" ]; then g update-index --add --remove -z --stdin < "$P" || exit 1; fi
+: > "$P"
+if [ ! -e "$TI" ]; then
+  g ls-files -z -c -i --exclude-from="$GD/info/exclude" -- . JUNK > "$TI" || exit 1
+fi
+""".replace("JUNK", JUNK).replace(
+    "MARGIN", str(RACY_MARGIN_SEC)
+)
+# The ignore files git reads in the workspace now (before the agent starts), with contents.
+IGNORE_FILES = r"""{ GIT_DIR="$PWD/.git" g ls-files -z -co --exclude-standard \
+    -- ':(glob)**/.gitignore' |
+  while IFS= read -r -d '' f; do
+    if [ -f "$f" ] && [ ! -L "$f" ]; then printf '%s\0' "$f"; base64 -w0 < "$f"; printf '\0'; fi
+  done
+  if [ -f .git/info/exclude ] && [ ! -L .git/info/exclude ]; then
+    printf ':info/exclude\0'; base64 -w0 < .git/info/exclude; printf '\0'
+  fi
+} | base64 -w0 && echo && mktemp -d PREFIXXXXXXXXX
+""".replace("PREFIX", GITDIR_PREFIX)
+# Two trees compared in a bare git dir (so no worktree, no in-tree .gitattributes; `-c core.bare`
+# alone would not do: git decides bareness from the config file): patch and numstat as base64. A
+# patch that is not valid UTF-8 (content or names) is made again with every file as a binary
+# patch (the attributes file $BIN says `* -diff`) and odd names quoted: exact, and ASCII but for
+# symlink targets, which git always diffs as text.
+_DIFF_BODY = r"""g -c core.bare=true DIFF --binary "$OLD" "$NEW" > "$T" || exit 1
+if ! iconv -f UTF-8 -t UTF-8 < "$T" > /dev/null 2>&1; then
+  g -c core.bare=true -c core.quotePath=true -c core.attributesFile="$BIN" \
+    DIFF --binary "$OLD" "$NEW" > "$T" || exit 1
+fi
+base64 -w0 < "$T" && echo && rm -f "$T" &&
+g -c core.bare=true DIFF --numstat -z --text "$OLD" "$NEW" | base64 -w0 && echo || exit 1
+""".replace("DIFF", _DIFF)
+# ... in a throwaway git dir, for any two trees
+DIFF_SCRIPT = r"""D=$(mktemp -d /tmp/.agentbench-diff.XXXXXXXX) || exit 1
+trap 'rm -rf "$D"' EXIT
+mkdir "$D/refs" && printf 'ref: refs/heads/agentbench\n' > "$D/HEAD" &&
+printf '%s' "$BARE" > "$D/config" && printf '* -diff\n' > "$D/binary" || exit 1
+export GIT_DIR="$D" T="$D/patch" BIN="$D/binary"
+""" + _DIFF_BODY + "echo END\n"
+# ... and right after a snapshot, from $OLD to the new tree, in the harness git dir.
+SNAPSHOT_DIFF = r"""tree=$(g write-tree) || exit 1
+echo "$tree"
+if [ -n "$OLD" ] && [ "$OLD" != "$tree" ]; then
+  ( export NEW=$tree T="$GD/patch" BIN="$GD/binary"; unset GIT_WORK_TREE GIT_INDEX_FILE
+""" + _DIFF_BODY + r"""  ) || { rm -f "$GD/patch"; exit 1; }
+else echo; echo; fi
+echo END && fp
+"""
+
+
+# Applies a recorded patch to the pre-agent copy byte for byte: git apply converts content per
+# the workspace's .gitattributes (eol=crlf, filters) and honours its config, so it runs against a
+# throwaway git dir whose info/attributes turns every conversion off.
+APPLY_SCRIPT = r"""D=$(mktemp -d /tmp/.agentbench-apply.XXXXXXXX) || exit 1
+trap 'rm -rf "$D"' EXIT
+mkdir "$D/refs" "$D/info" && printf 'ref: refs/heads/agentbench\n' > "$D/HEAD" &&
+printf '%s' "$ATTRS" | base64 -d > "$D/info/attributes" || exit 1
+GIT_DIR="$D" GIT_WORK_TREE="$PWD" g apply --binary --whitespace=nowarn "$PATCH"
+"""
