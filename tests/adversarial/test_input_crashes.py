@@ -17,7 +17,7 @@ import yaml
 from pytest_agentbench.agents.variants import VariantError, load_variant
 from pytest_agentbench.tasks.discovery import discover
 from pytest_agentbench.tasks.loader import TASK_FILE
-from tests.unit.test_plugin_pytester import SUITE, Pack
+from tests.support.tiny_pack import SUITE, Pack
 
 USAGE_ERROR = 4
 DEEP = 3000

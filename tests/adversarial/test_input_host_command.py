@@ -20,7 +20,7 @@ import yaml
 from pytest_agentbench.repos import MirrorCache, RepoError, resolve_source
 from pytest_agentbench.repos.gitcmd import GitFailed, run_git
 from pytest_agentbench.tasks.discovery import discover
-from tests.unit.test_plugin_pytester import SUITE, Pack
+from tests.support.tiny_pack import SUITE, Pack
 
 
 def attack_urls(marker: Path) -> dict[str, str]:

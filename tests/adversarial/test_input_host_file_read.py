@@ -21,7 +21,7 @@ import yaml
 from pytest_agentbench.agents.builtin import OracleAgent, ScriptedAgent
 from pytest_agentbench.tasks.discovery import discover
 from pytest_agentbench.tasks.loader import load_task
-from tests.unit.test_plugin_pytester import ORACLE_PATCH, SUITE, Pack
+from tests.support.tiny_pack import ORACLE_PATCH, SUITE, Pack
 
 SECRET = "root:$6$very-secret-hash:19000:0:99999:7:::"
 

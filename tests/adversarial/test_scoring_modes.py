@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.test_plugin_pytester import SUITE, Pack, run_suite
+from tests.support.tiny_pack import SUITE, Pack, run_suite
 
 
 @pytest.fixture
