@@ -11,6 +11,9 @@
 Test files carry no tier marker of their own: a test outside these folders, or one that carries
 a tier marker itself (a second tier, or a copy of its folder's), fails the collection, so a
 tier command never silently misses a test. `pytest tests` (scripts/test) runs all four tiers.
+
+Fixtures every folder shares are registered here: `docker_sandboxes`, the session's one Docker
+sandbox factory (tests/support/sandboxes.py).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
+from tests.support.sandboxes import docker_sandboxes  # noqa: F401 - one per session, every folder
 
 TESTS = Path(__file__).resolve().parent
 

@@ -30,7 +30,6 @@ from tests.adversarial.test_diff_support import (  # noqa: F401 - fixtures
     Bench,
     State,
     changed_paths,
-    diff_docker_factory,
     differences,
     git,
     sandbox_kind,

@@ -27,7 +27,6 @@ from pytest_agentbench.sandbox.port import SandboxError, SandboxFactory
 from pytest_agentbench.tools.toolbox import ToolPolicy
 from tests.adversarial.test_diff_support import (  # noqa: F401 - fixtures
     Bench,
-    diff_docker_factory,
     differences,
     sandbox_kind,
     tree_state,

@@ -26,37 +26,12 @@ from pytest_agentbench.core.recording import RecordingToolbox
 from pytest_agentbench.core.rundir import AttemptPaths
 from pytest_agentbench.paths.trees import copy_tree
 from pytest_agentbench.sandbox.local import LocalSandboxFactory
-from pytest_agentbench.sandbox.port import Sandbox, SandboxError, SandboxFactory, SandboxSpec
+from pytest_agentbench.sandbox.port import Sandbox, SandboxFactory, SandboxSpec
 from pytest_agentbench.tools.toolbox import Toolbox, ToolPolicy, ToolResult
+from tests.support.sandboxes import SESSION_ID, SESSION_LABEL, TEST_LABEL
 
-TEST_LABEL = "agentbench.test"
-SESSION_LABEL = "agentbench.test_session"
-SESSION_ID = uuid.uuid4().hex[:12]
 JUNK_PARTS = ("__pycache__", ".pytest_cache", ".agentbench")
 State = dict[str, tuple[Any, ...]]
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
-
-
-@pytest.fixture(scope="session")
-def diff_docker_factory() -> Iterator[Any]:
-    """A DockerSandboxFactory with the runner image; skips without Docker (fails under CI)."""
-    try:
-        from pytest_agentbench.sandbox.docker import DockerSandboxFactory
-        from pytest_agentbench.sandbox.image import ensure_image
-
-        factory = DockerSandboxFactory()
-        factory.client  # noqa: B018 - pings the daemon
-        ensure_image(quiet=True)
-    except (ImportError, SandboxError) as exc:
-        if in_ci():
-            pytest.fail(f"CI=true but the docker sandbox is unavailable: {exc}", pytrace=False)
-        pytest.skip(f"no Docker daemon answers ({exc})")
-    yield factory
-    factory.close_all()
-    assert factory.sweep({SESSION_LABEL: SESSION_ID}) == 0, "sandboxes were left behind"
 
 
 @pytest.fixture(params=["local", "docker"])
@@ -66,7 +41,7 @@ def sandbox_kind(request: pytest.FixtureRequest) -> Iterator[tuple[str, SandboxF
         yield "local", local
         local.close_all()
     else:
-        yield "docker", request.getfixturevalue("diff_docker_factory")
+        yield "docker", request.getfixturevalue("docker_sandboxes")
 
 
 def git(cwd: Path, *args: str) -> str:

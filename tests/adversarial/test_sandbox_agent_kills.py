@@ -18,10 +18,9 @@ import pytest
 from pytest_agentbench.sandbox import port as ports
 from pytest_agentbench.sandbox.port import SandboxError
 from tests.adversarial import test_sandbox_support as support
-from tests.adversarial.test_sandbox_support import MakeSandbox
+from tests.support.sandboxes import MakeSandbox
 
 # the shared fixtures, under their own names
-docker_sandboxes = support.docker_sandboxes
 make_docker_sandbox = support.make_docker_sandbox
 sandbox_spec = support.sandbox_spec
 

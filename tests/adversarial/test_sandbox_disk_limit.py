@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 
 from tests.adversarial import test_sandbox_support as support
-from tests.adversarial.test_sandbox_support import MakeSandbox
+from tests.support import sandboxes
+from tests.support.sandboxes import MakeSandbox
 
 # the shared fixtures, under their own names
-docker_sandboxes = support.docker_sandboxes
 make_docker_sandbox = support.make_docker_sandbox
 sandbox_spec = support.sandbox_spec
 
@@ -120,7 +120,7 @@ def test_a_watched_bound_kills_a_command_that_grows_past_it(
     watched_factory: Any, sandbox_spec: Any,
 ) -> None:
     limit = 64
-    labels = {support.SESSION_LABEL: support.SESSION_ID}
+    labels = {sandboxes.SESSION_LABEL: sandboxes.SESSION_ID}
     spec = replace(sandbox_spec, disk_limit_mb=limit, labels=labels)
     sandbox = watched_factory.open(spec)
     one_file = sandbox.exec("head -c 200M /dev/zero > big", timeout_sec=60)

@@ -13,10 +13,9 @@ import time
 import pytest
 
 from tests.adversarial import test_sandbox_support as support
-from tests.adversarial.test_sandbox_support import MakeSandbox
+from tests.support.sandboxes import MakeSandbox
 
 # the shared fixtures, under their own names
-docker_sandboxes = support.docker_sandboxes
 make_docker_sandbox = support.make_docker_sandbox
 sandbox_spec = support.sandbox_spec
 

@@ -1,53 +1,21 @@
 """Fixtures for the sandbox contract: one suite, run against every SandboxFactory.
 
-`sandbox_factory` is parametrized over "local" and "docker". The docker variant is marked `docker`
-and skips (with the reason) when no daemon answers, except under CI (CI=true), where a missing
-daemon is a failure: the docker tests must really run there.
+`sandbox_factory` is parametrized over "local" and "docker". The docker variant uses the
+session's `docker_sandboxes` (tests/support/sandboxes.py), which skips with the reason when no
+daemon answers, except under CI (CI=true), where a missing daemon is a failure: the docker tests
+must really run there.
 """
 
 from __future__ import annotations
 
-import os
-import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import replace
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pytest_agentbench.sandbox.local import LocalSandboxFactory
-from pytest_agentbench.sandbox.port import Sandbox, SandboxError, SandboxFactory, SandboxSpec
-
-SESSION_LABEL = "agentbench.test_session"
-TEST_LABEL = "agentbench.test"
-SESSION_ID = uuid.uuid4().hex[:12]
-
-MakeSandbox = Callable[..., Sandbox]
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
-
-
-@pytest.fixture(scope="session")
-def docker_factory() -> Iterator[Any]:
-    """A DockerSandboxFactory with the runner image present; skips (fails in CI) without Docker."""
-    try:
-        from pytest_agentbench.sandbox.docker import DockerSandboxFactory
-        from pytest_agentbench.sandbox.image import ensure_image
-
-        factory = DockerSandboxFactory()
-        factory.client  # noqa: B018 - pings the daemon
-        ensure_image(quiet=True)
-    except (ImportError, SandboxError) as exc:
-        if in_ci():
-            pytest.fail(f"CI=true but the docker sandbox is unavailable: {exc}", pytrace=False)
-        pytest.skip(f"no Docker daemon answers ({exc}); run scripts/ensure-docker")
-    yield factory
-    factory.close_all()
-    leaked = factory.sweep({SESSION_LABEL: SESSION_ID})
-    assert leaked == 0, f"{leaked} sandbox container(s) of this test session were left behind"
+from pytest_agentbench.sandbox.port import Sandbox, SandboxFactory, SandboxSpec
+from tests.support.sandboxes import MakeSandbox, open_labelled
 
 
 @pytest.fixture(params=["local", "docker"])
@@ -57,7 +25,7 @@ def sandbox_factory(request: pytest.FixtureRequest) -> Iterator[SandboxFactory]:
         yield local
         local.close_all()
     else:
-        yield request.getfixturevalue("docker_factory")
+        yield request.getfixturevalue("docker_sandboxes")
 
 
 @pytest.fixture
@@ -73,21 +41,11 @@ def base_spec(tmp_path: Path) -> SandboxSpec:
 @pytest.fixture
 def make_sandbox(sandbox_factory: SandboxFactory, base_spec: SandboxSpec) -> Iterator[MakeSandbox]:
     """Open sandboxes on a fresh workspace and env dir; all are closed (and checked gone) after."""
-    test_id = uuid.uuid4().hex[:12]
-    opened: list[Sandbox] = []
-
-    def make(**overrides: Any) -> Sandbox:
-        labels = {SESSION_LABEL: SESSION_ID, TEST_LABEL: test_id, **overrides.pop("labels", {})}
-        sandbox = sandbox_factory.open(replace(base_spec, labels=labels, **overrides))
-        opened.append(sandbox)
-        return sandbox
-
-    yield make
-    for sandbox in opened:
-        sandbox.close()
-    assert sandbox_factory.sweep({TEST_LABEL: test_id}) == 0, "close() left a sandbox behind"
+    with open_labelled(sandbox_factory, base_spec) as make:
+        yield make
 
 
 @pytest.fixture
 def sandbox(make_sandbox: MakeSandbox) -> Sandbox:
-    return make_sandbox()
+    sandbox: Sandbox = make_sandbox()
+    return sandbox

@@ -1,0 +1,73 @@
+"""The Docker sandbox factory a test session shares, and the labels that find what tests left.
+
+`docker_sandboxes` is registered once, in tests/conftest.py, so the contract suite, the diff
+tests and the sandbox attack tests share one factory per session (per xdist worker). Without a
+Docker daemon it skips with the reason, except under CI=true, where the Docker tests must really
+run and a missing daemon fails. At the end of the session no sandbox labelled with this
+session's id may be left.
+
+`open_labelled` opens sandboxes for one test, each labelled with the session and the test, and
+checks after the test that closing them left nothing behind.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from pytest_agentbench.sandbox.port import Sandbox, SandboxError, SandboxFactory, SandboxSpec
+
+SESSION_LABEL = "agentbench.test_session"
+TEST_LABEL = "agentbench.test"
+SESSION_ID = uuid.uuid4().hex[:12]
+
+MakeSandbox = Callable[..., Any]
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(scope="session")
+def docker_sandboxes() -> Iterator[Any]:
+    """A DockerSandboxFactory with the runner image present; skips (fails in CI) without Docker."""
+    try:
+        from pytest_agentbench.sandbox.docker import DockerSandboxFactory
+        from pytest_agentbench.sandbox.image import ensure_image
+
+        factory = DockerSandboxFactory()
+        factory.client  # noqa: B018 - pings the daemon
+        ensure_image(quiet=True)
+    except (ImportError, SandboxError) as exc:
+        if in_ci():
+            pytest.fail(f"CI=true but the docker sandbox is unavailable: {exc}", pytrace=False)
+        pytest.skip(f"no Docker daemon answers ({exc}); run scripts/ensure-docker")
+    yield factory
+    factory.close_all()
+    leaked = factory.sweep({SESSION_LABEL: SESSION_ID})
+    assert leaked == 0, f"{leaked} sandbox container(s) of this test session were left behind"
+
+
+@contextmanager
+def open_labelled(factory: SandboxFactory, spec: SandboxSpec) -> Iterator[MakeSandbox]:
+    """`make(**spec_overrides)` opens a sandbox labelled with this session and test; on exit
+    every one is closed and none may be left (a failing assert names close() as the culprit)."""
+    test_id = uuid.uuid4().hex[:12]
+    opened: list[Sandbox] = []
+
+    def make(**overrides: Any) -> Sandbox:
+        labels = {SESSION_LABEL: SESSION_ID, TEST_LABEL: test_id, **overrides.pop("labels", {})}
+        sandbox = factory.open(replace(spec, labels=labels, **overrides))
+        opened.append(sandbox)
+        return sandbox
+
+    yield make
+    for sandbox in opened:
+        sandbox.close()
+    assert factory.sweep({TEST_LABEL: test_id}) == 0, "close() left a sandbox behind"
