@@ -7,21 +7,26 @@ went wrong. Only infrastructure failures (`SandboxError`) propagate. Every call 
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import time
-from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from pytest_agentbench.paths.deadline import host_deadline
 from pytest_agentbench.paths.files import PathEscape
-from pytest_agentbench.paths.globs import GlobError, matches_any
+from pytest_agentbench.paths.globs import GlobError
 from pytest_agentbench.paths.regular_files import FileTooLarge, NotRegularFile
 from pytest_agentbench.sandbox.port import Sandbox, SandboxError
 from pytest_agentbench.text.truncation import truncate
 from pytest_agentbench.tools import read_only as tool_fs
+from pytest_agentbench.tools.edit_rules import (
+    EditRefused,
+    WriteDisabled,
+    check_editable,
+    check_limits,
+    count_changed_lines,
+)
 from pytest_agentbench.tools.patching import PatchError, normalize_path, plan_patch
 from pytest_agentbench.tools.results import ErrorType, ToolPolicy, ToolResult
 from pytest_agentbench.tools.schemas import (
@@ -34,14 +39,6 @@ from pytest_agentbench.tools.schemas import (
 __all__ = ["TOOL_SCHEMAS", "ErrorType", "EventCallback", "ToolPolicy", "ToolResult", "Toolbox"]
 
 EventCallback = Callable[[str, dict[str, Any]], None]
-
-
-class _Refused(Exception):
-    """An edit the policy refuses (EDIT_NOT_ALLOWED / LIMIT_EXCEEDED); emits edit_refused."""
-
-    def __init__(self, error_type: ErrorType, path: str, rule: str, message: str) -> None:
-        super().__init__(message)
-        self.error_type, self.path, self.rule = error_type, path, rule
 
 
 class Toolbox:
@@ -141,12 +138,12 @@ class Toolbox:
             return self._handlers[tool](**args)
         except ArgumentError as exc:
             return ToolResult.error(ErrorType.INVALID_ARGUMENTS, f"{tool}: {exc}")
-        except _WriteDisabled:
+        except WriteDisabled:
             return ToolResult.error(
                 ErrorType.WRITE_DISABLED,
                 f"{tool} is disabled for this agent; make changes with apply_patch",
             )
-        except _Refused as exc:
+        except EditRefused as exc:
             self._emit("edit_refused", {"path": exc.path, "rule": exc.rule})
             return ToolResult.error(exc.error_type, str(exc))
         except PatchError as exc:
@@ -262,7 +259,7 @@ class Toolbox:
         old = self._read_or_none(path)
         if old == data:
             return ToolResult(ok=True, stdout=f"{path} unchanged (same content)")
-        lines = _lines_changed(old or b"", data)
+        lines = count_changed_lines(old or b"", data)
         self._check_limits({path}, lines)
         self.files.write_bytes(path, data)
         self._record([path], lines)
@@ -284,7 +281,7 @@ class Toolbox:
             old = b""  # a symlink pointing outside, a FIFO: removing the entry itself is safe
         except IsADirectoryError:
             raise IsADirectoryError(f"{path} is a directory; remove_file removes files") from None
-        lines = _lines_changed(old, b"")
+        lines = count_changed_lines(old, b"")
         self._check_limits({path}, lines)
         self.files.remove(path)
         self._record([path], lines)
@@ -298,50 +295,16 @@ class Toolbox:
     # -- edit policy ----------------------------------------------------------------------------
     def _writable(self, path: str) -> str:
         if not self.policy.allow_file_write:
-            raise _WriteDisabled
+            raise WriteDisabled
         path = normalize_path(path)
         self._check_edit(path)
         return path
 
     def _check_edit(self, path: str) -> None:
-        editable = self.policy.editable_globs
-        if editable is not None and not matches_any(path, editable):
-            raise _Refused(
-                ErrorType.EDIT_NOT_ALLOWED,
-                path,
-                "editable_globs",
-                f"{path} may not be edited: only paths matching "
-                f"{', '.join(editable) or '(nothing)'} are editable in this task",
-            )
-        if self.policy.is_readonly(path):
-            raise _Refused(
-                ErrorType.EDIT_NOT_ALLOWED,
-                path,
-                "readonly_globs",
-                f"{path} is read-only in this task",
-            )
+        check_editable(self.policy, path)
 
     def _check_limits(self, paths: set[str], lines: int) -> None:
-        most_files = self.policy.max_changed_files
-        new = sorted(paths - self.changed_files)
-        if most_files is not None and new and len(self.changed_files) + len(new) > most_files:
-            raise _Refused(
-                ErrorType.LIMIT_EXCEEDED,
-                new[0],
-                "max_changed_files",
-                f"this edit would change {len(self.changed_files) + len(new)} files "
-                f"in all; the task allows at most {most_files}; nothing was changed",
-            )
-        most_lines = self.policy.max_lines_changed
-        if most_lines is not None and self.lines_changed + lines > most_lines:
-            raise _Refused(
-                ErrorType.LIMIT_EXCEEDED,
-                sorted(paths)[0] if paths else "",
-                "max_lines_changed",
-                f"this edit would bring the lines changed to "
-                f"{self.lines_changed + lines}; the task allows at most {most_lines}; "
-                "nothing was changed",
-            )
+        check_limits(self.policy, self.changed_files, self.lines_changed, paths, lines)
 
     def _record(self, paths: list[str], lines: int) -> None:
         self.changed_files.update(paths)
@@ -353,36 +316,6 @@ class Toolbox:
             return self.files.read_bytes(path, max_bytes=tool_fs.READ_HARD_LIMIT)
         except FileNotFoundError:
             return None
-
-
-class _WriteDisabled(Exception):
-    pass
-
-
-_EXACT_DIFF_CELLS = 4_000_000  # beyond len(a) * len(b) lines, count by multiset (linear)
-
-
-def _lines_changed(old: bytes, new: bytes) -> int:
-    """Lines added plus lines removed. Exact by difflib after trimming the common head and
-    tail; when what is left is too large for a quadratic matcher (a huge file the agent made),
-    the multiset difference, a lower bound that is exact unless lines moved."""
-    a = old.decode("utf-8", "replace").splitlines()
-    b = new.decode("utf-8", "replace").splitlines()
-    head = 0
-    while head < len(a) and head < len(b) and a[head] == b[head]:
-        head += 1
-    tail = 0
-    while tail < len(a) - head and tail < len(b) - head and a[-1 - tail] == b[-1 - tail]:
-        tail += 1
-    a, b = a[head : len(a) - tail], b[head : len(b) - tail]
-    if len(a) * len(b) > _EXACT_DIFF_CELLS:
-        removed, added = Counter(a), Counter(b)
-        return sum((removed - added).values()) + sum((added - removed).values())
-    changed = 0
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b).get_opcodes():
-        if op != "equal":
-            changed += (i2 - i1) + (j2 - j1)
-    return changed
 
 
 def _outputs(result: ToolResult) -> dict[str, Any]:
