@@ -1,7 +1,7 @@
 """The pytest entry point (`pytest11`): options, markers and hookspecs, and nothing else until a
-run is asked for with `--agentbench-suite` or `--agentbench-resume`. Only then are the active
-hooks (plugin/active.py) and the fixtures (plugin/fixtures.py) registered, so an inert session
-does not pay for importing the harness.
+run is asked for with `--agentbench-suite` or `--agentbench-resume`. Only then is the run's
+plugin object (plugin/hooks.py) registered, with the fixtures (plugin/fixtures.py), so an
+inert session does not pay for importing the harness.
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ def pytest_configure(config: pytest.Config) -> None:
     suites = config.getoption("agentbench_suite") or []
     if not suites and not config.getoption("agentbench_resume"):
         return
-    from pytest_agentbench.plugin import active, fixtures
+    from pytest_agentbench.plugin import fixtures, hooks
 
+    plugin = hooks.AgentbenchPlugin.from_config(config, suites)
+    config.pluginmanager.register(plugin, hooks.PLUGIN_NAME)
     config.pluginmanager.register(fixtures, "agentbench-fixtures")
-    config.pluginmanager.register(active, "agentbench-active")
-    active.activate(config, suites)
+    plugin.start()

@@ -8,37 +8,36 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentbench.agents.variants import agent_factories, make_agent
-from pytest_agentbench.plugin.items import AB_KEY, TaskError, failure_text, is_error
+from pytest_agentbench.plugin.hooks import AgentbenchPlugin, run_plugin
+from pytest_agentbench.plugin.items import TaskError, failure_text, is_error
 from pytest_agentbench.plugin.workers import worker_id
 from pytest_agentbench.run.hostenv import env_cache, owner_uid, pip_cache_dir, work_root
 from pytest_agentbench.sandbox.port import SandboxError
 from pytest_agentbench.version import harness_version
 
 if TYPE_CHECKING:
-    from pytest_agentbench.plugin.active import AgentbenchConfig
     from pytest_agentbench.repos.mirror import MirrorCache
     from pytest_agentbench.sandbox.port import SandboxFactory
 
 
 @pytest.fixture(scope="session")
-def agentbench_config(pytestconfig: pytest.Config) -> AgentbenchConfig:
-    ab = pytestconfig.stash.get(AB_KEY, None)
-    if ab is None:
+def agentbench_config(pytestconfig: pytest.Config) -> AgentbenchPlugin:
+    """The run's plugin object: its settings, tasks, image, state and redactor."""
+    plugin = run_plugin(pytestconfig)
+    if plugin is None:
         pytest.skip("agentbench is not active (no --agentbench-suite)")
-    return ab
+    return plugin
 
 
 @pytest.fixture(scope="session")
 def agentbench_sandbox_factory(
-    agentbench_config: AgentbenchConfig, pytestconfig: pytest.Config
+    agentbench_config: AgentbenchPlugin, pytestconfig: pytest.Config
 ) -> Iterator[SandboxFactory]:
-    if agentbench_config.options["sandbox"] == "local":
+    if not agentbench_config.settings.docker:
         from pytest_agentbench.sandbox.local import LocalSandboxFactory
 
         yield LocalSandboxFactory()
@@ -60,24 +59,22 @@ def agentbench_sandbox_factory(
 
 
 @pytest.fixture(scope="session")
-def agentbench_mirrors(agentbench_config: AgentbenchConfig) -> MirrorCache:
+def agentbench_mirrors(agentbench_config: AgentbenchPlugin) -> MirrorCache:
     from pytest_agentbench.repos.mirror import MirrorCache
 
-    root = agentbench_config.options["git_cache"]
-    return MirrorCache(Path(root) if root else None)
+    return MirrorCache(agentbench_config.settings.git_cache)
 
 
 @pytest.fixture
-def agentbench_agent(agentbench_config: AgentbenchConfig, pytestconfig: pytest.Config) -> Any:
+def agentbench_agent(agentbench_config: AgentbenchPlugin) -> Any:
     """The agent under test, made fresh for each attempt from the configured variant."""
-    hooks = pytestconfig.hook.pytest_agentbench_agents()
-    return make_agent(agentbench_config.variant, agent_factories(hooks))
+    return agentbench_config.build_agent()
 
 
 @pytest.fixture
 def agentbench_attempt(
     request: pytest.FixtureRequest,
-    agentbench_config: AgentbenchConfig,
+    agentbench_config: AgentbenchPlugin,
     agentbench_sandbox_factory: SandboxFactory,
     agentbench_mirrors: MirrorCache,
     agentbench_agent: Any,
@@ -86,41 +83,42 @@ def agentbench_attempt(
 
     item = request.node
     loaded, index = item.loaded, item.attempt_index
-    ab, state = agentbench_config, agentbench_config.state
-    assert state is not None
+    settings, state = agentbench_config.settings, agentbench_config.state
+    image = agentbench_config.image
+    assert state is not None and image is not None
     worker = worker_id(request.config)
-    redactor = ab.redactor  # knows every task's own secrets, not only artifacts.redact
+    redactor = agentbench_config.redactor  # every task's own secrets, not only artifacts.redact
     quarantine = item.get_closest_marker("agentbench_quarantine")
     cfg = TrialConfig(
         run_id=state.run_id,
         run_dir=state.path,
         work_root=work_root(state.run_id),
         session=state.session_token,
-        variant=ab.variant.name,
-        variant_config_hash=ab.variant_hash(),
-        image=ab.image.get("name") or "local",
-        image_id=ab.image.get("id"),
-        image_digest=ab.image.get("digest"),
+        variant=settings.variant.name,
+        variant_config_hash=settings.variant_hash(),
+        image=image.name,
+        image_id=image.id,
+        image_digest=image.digest,
         harness_version=harness_version(),
         attempt_index=index,
-        attempt_label=f"attempt-{index + 1}" if ab.attempts > 1 else None,
+        attempt_label=f"attempt-{index + 1}" if settings.attempts > 1 else None,
         worker=worker,
-        full_logs=ab.options["full_logs"],
-        keep_workspace=ab.options["keep_workspace"] or loaded.spec.artifacts.keep_workspace,
-        ca_bundle=Path(ab.options["ca_bundle"]) if ab.options["ca_bundle"] else None,
+        full_logs=settings.full_logs,
+        keep_workspace=settings.keep_workspace or loaded.spec.artifacts.keep_workspace,
+        ca_bundle=settings.ca_bundle,
         pip_cache=pip_cache_dir(),
-        owner_uid=owner_uid(ab.options["sandbox"]),
+        owner_uid=owner_uid(settings.sandbox),
         events_path=state.path / "events" / f"{state.session_token}-{worker}.jsonl",
         redact=redactor.redact,
         redact_obj=redactor.redact_obj,
         agent_params={
-            **ab.variant.params,
-            "_variant": ab.variant.config(),
-            "_llm_cli": ab.options["llm"],
+            **settings.variant.params,
+            "_variant": settings.variant.config(),
+            "_llm_cli": dict(settings.llm),
             "_redactor": redactor,
         },
         quarantined=quarantine.kwargs.get("reason") if quarantine else None,
-        env_cache=env_cache(ab.options["env_cache"]),
+        env_cache=env_cache(settings.env_cache),
     )
     record = (
         Trial(loaded, cfg, agentbench_sandbox_factory, agentbench_mirrors, agentbench_agent)

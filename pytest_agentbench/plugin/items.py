@@ -1,17 +1,20 @@
-"""Collection: each task.yaml becomes a TaskFile whose items are the task's attempts."""
+"""Collection: each task.yaml becomes a TaskFile whose items are the task's attempts; a task that
+does not load becomes one ERROR item. The collectors get what they show from the plugin's hooks
+(plugin/hooks.py) as constructor arguments and look nothing up themselves.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
 from pytest_agentbench.schemas.taxonomy import blame
+from pytest_agentbench.tasks.discovery import discover
 from pytest_agentbench.tasks.loader import TASK_FILE, LoadedTask, TaskProblem
-
-if TYPE_CHECKING:
-    from pytest_agentbench.plugin.active import AgentbenchConfig
 
 
 class AgentFailure(Exception):
@@ -24,6 +27,9 @@ class TaskError(Exception):
 
 class InvalidTaskSpec(Exception):
     pass
+
+
+SHORT_FAILURES = (AgentFailure, TaskError, InvalidTaskSpec)  # reported as one text, no traceback
 
 
 def run_attempt(agentbench_attempt: dict[str, Any]) -> None:
@@ -45,25 +51,75 @@ def is_error(record: dict[str, Any]) -> bool:
     return blame(record["result"]["failure_reason"]) in ("task", "infra")
 
 
+def item_name(task_id: str, index: int, attempts: int, variant: str) -> str:
+    """The test name of attempt `index` (0-based): the task id alone when there is one attempt."""
+    return task_id if attempts == 1 else f"{task_id}[{variant}-attempt{index + 1}]"
+
+
+@dataclass
+class TaskIndex:
+    """The run's tasks by resolved task.yaml path, and the problems of those that did not load
+    (keyed by their task.yaml, or by the task directory when it has none)."""
+
+    tasks: dict[Path, LoadedTask] = field(default_factory=dict)
+    problems: dict[Path, list[TaskProblem]] = field(default_factory=dict)
+
+    @classmethod
+    def discover(cls, taskpacks: Path, suites: Iterable[str]) -> TaskIndex:
+        """Load the suites' tasks; ValueError when there is nothing to run (a missing suite or
+        taskpacks directory)."""
+        index = cls()
+        loaded = discover(taskpacks, list(suites))
+        for problem in loaded.problems:
+            if problem.task_file is None:
+                raise ValueError(str(problem))
+            index.problems.setdefault(problem.task_file.resolve(), []).append(problem)
+        for task in loaded.tasks:
+            index.tasks[task.path.resolve()] = task
+        return index
+
+    def knows(self, task_file: Path) -> bool:
+        resolved = task_file.resolve()
+        return resolved in self.tasks or resolved in self.problems
+
+    def directory_problems(self, path: Path) -> list[TaskProblem]:
+        """Problems of a task directory with no loadable task.yaml."""
+        by_file = self.problems.get((path / TASK_FILE).resolve())
+        return by_file or self.problems.get(path.resolve()) or []
+
+    def attempts_by_name(self, attempts: int, variant: str) -> dict[str, tuple[LoadedTask, int]]:
+        """Every item's (task, attempt index) by its test name (task ids are unique in a run)."""
+        return {
+            item_name(task.id, index, attempts, variant): (task, index)
+            for task in self.tasks.values()
+            for index in range(attempts)
+        }
+
+
 class TaskFile(pytest.File):
+    """A task.yaml: one TaskItem per attempt, or one ERROR item when it did not load."""
+
+    def __init__(
+        self,
+        *,
+        task: LoadedTask | None,
+        problems: list[TaskProblem],
+        attempts: int,
+        variant: str,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.task, self.problems, self.attempts, self.variant = task, problems, attempts, variant
+
     def collect(self) -> list[pytest.Item]:
-        ab: AgentbenchConfig = self.config.stash[AB_KEY]
-        path = self.path.resolve()
-        loaded = ab.tasks_by_path.get(path)
-        if loaded is None:
-            problems = ab.problems_by_path.get(path, [])
-            return [
-                InvalidTaskItem.from_parent(self, name=self.path.parent.name, problems=problems)
-            ]
+        if self.task is None:
+            name = self.path.parent.name
+            return [InvalidTaskItem.from_parent(self, name=name, problems=self.problems)]
         items: list[pytest.Item] = []
-        for index in range(ab.attempts):
-            name = (
-                loaded.id
-                if ab.attempts == 1
-                else f"{loaded.id}[{ab.variant.name}-attempt{index + 1}]"
-            )
+        for index in range(self.attempts):
+            name = item_name(self.task.id, index, self.attempts, self.variant)
             item = TaskItem.from_parent(self, name=name, callobj=run_attempt)
-            item.init_task(loaded, index)
+            item.init_task(self.task, index)
             items.append(item)
         return items
 
@@ -72,27 +128,13 @@ class InvalidTaskDir(pytest.Directory):
     """A task directory with no loadable task.yaml (none at all, a `task.yml`, a FIFO): one
     ERROR item, like a task.yaml that fails to load, while every other task still runs."""
 
-    problems: list[TaskProblem]
+    def __init__(self, *, problems: list[TaskProblem], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.problems = problems
 
     def collect(self) -> list[pytest.Item | pytest.Collector]:
         item = InvalidTaskItem.from_parent(self, name=self.path.name, problems=self.problems)
         return [item]
-
-
-def collect_task_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    """For `pytest_collect_directory`: the ERROR collector of a task directory whose problems
-    the loader reported (keyed by its missing task.yaml, or by the directory); None otherwise."""
-    ab = parent.config.stash.get(AB_KEY, None)
-    if ab is None or (path / TASK_FILE).is_file():
-        return None
-    problems = ab.problems_by_path.get((path / TASK_FILE).resolve()) or ab.problems_by_path.get(
-        path.resolve()
-    )
-    if not problems:
-        return None
-    collector: InvalidTaskDir = InvalidTaskDir.from_parent(parent, path=path)
-    collector.problems = problems
-    return collector
 
 
 class TaskItem(pytest.Function):
@@ -128,7 +170,3 @@ class InvalidTaskItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"invalid task {self.name}"
-
-
-SHORT_FAILURES = (AgentFailure, TaskError, InvalidTaskSpec)
-AB_KEY: pytest.StashKey[AgentbenchConfig] = pytest.StashKey()

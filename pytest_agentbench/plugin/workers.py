@@ -1,8 +1,11 @@
-"""pytest-xdist plumbing that must not import xdist (it is optional at run time)."""
+"""pytest-xdist plumbing that must not import xdist (it is optional at run time): which process
+this is, the controller's view of its workers (signal them, the reports they sent that were
+never handled), and the record of an attempt whose worker died.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
@@ -11,10 +14,8 @@ from pytest_agentbench.core.trial import attempt_id
 from pytest_agentbench.core.trial_record import limits_of
 from pytest_agentbench.schemas.records import AttemptRecord, Result, Timestamps
 from pytest_agentbench.schemas.taxonomy import Reason
+from pytest_agentbench.tasks.loader import LoadedTask
 from pytest_agentbench.version import harness_version
-
-if TYPE_CHECKING:
-    from pytest_agentbench.plugin.active import AgentbenchConfig
 
 
 def is_worker(config: pytest.Config) -> bool:
@@ -25,30 +26,30 @@ def worker_id(config: pytest.Config) -> str:
     return str(config.workerinput["workerid"]) if is_worker(config) else "master"  # type: ignore[attr-defined]
 
 
-def crash_record(ab: AgentbenchConfig, report: pytest.TestReport) -> dict[str, Any] | None:
-    """A worker died mid-attempt: record it as SANDBOX_ERROR rather than leave a silent gap."""
-    path_part, _, name = report.nodeid.partition("::")
-    loaded = next(
-        (t for p, t in ab.tasks_by_path.items() if p.as_posix().endswith(path_part)), None
-    )
-    if loaded is None or ab.state is None:
-        return None
-    index = 0
-    if "-attempt" in name:
-        index = int(name.rsplit("-attempt", 1)[1].rstrip("]")) - 1
+def crash_record(
+    report: pytest.TestReport,
+    *,
+    run_id: str,
+    session_token: str,
+    task: LoadedTask,
+    attempt_index: int,
+    variant: str,
+    variant_config_hash: str,
+) -> dict[str, Any]:
+    """A worker died mid-attempt (xdist's report with when="???"): record it as SANDBOX_ERROR
+    rather than leave a silent gap."""
     now = utc_now()
+    spec = task.spec
     record = AttemptRecord(
-        run_id=ab.state.run_id,
-        attempt_id=attempt_id(
-            ab.state.run_id, loaded.id, ab.variant.name, index, ab.state.session_token
-        ),
-        task_id=loaded.id,
-        suite=loaded.spec.suite,
-        variant=ab.variant.name,
-        variant_config_hash=ab.variant_hash(),
-        attempt_index=index,
-        task_spec_version=loaded.spec.task_spec_version,
-        task_commit=loaded.spec.repo.commit,
+        run_id=run_id,
+        attempt_id=attempt_id(run_id, spec.id, variant, attempt_index, session_token),
+        task_id=spec.id,
+        suite=spec.suite,
+        variant=variant,
+        variant_config_hash=variant_config_hash,
+        attempt_index=attempt_index,
+        task_spec_version=spec.task_spec_version,
+        task_commit=spec.repo.commit,
         harness_version=harness_version(),
         worker=_worker_name(report),
         timestamps=Timestamps(started_at=now, ended_at=now),
@@ -57,14 +58,17 @@ def crash_record(ab: AgentbenchConfig, report: pytest.TestReport) -> dict[str, A
             passed=False,
             failure_reason=Reason.SANDBOX_ERROR,
             sub_reason="WORKER_CRASH",
-            summary=str(report.longrepr).splitlines()[-1][:300]
-            if report.longrepr
-            else "worker crashed",
+            summary=_crash_summary(report),
         ),
-        limits=limits_of(loaded.spec),
+        limits=limits_of(spec),
         pytest_outcome="error",
     )
     return record.to_json_dict()
+
+
+def is_crash_report(report: pytest.TestReport) -> bool:
+    """pytest-xdist reports a worker that died mid-item with when="???"."""
+    return report.failed and report.when not in ("setup", "call", "teardown")
 
 
 def signal_workers(config: pytest.Config, signum: int) -> list[int]:
@@ -104,6 +108,10 @@ def unhandled_reports(config: pytest.Config) -> list[pytest.TestReport]:
             kwargs["rep"].node = kwargs.get("node")
             reports.append(kwargs["rep"])
     return reports
+
+
+def _crash_summary(report: pytest.TestReport) -> str:
+    return str(report.longrepr).splitlines()[-1][:300] if report.longrepr else "worker crashed"
 
 
 def _worker_name(report: pytest.TestReport) -> str:

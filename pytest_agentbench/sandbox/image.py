@@ -1,4 +1,5 @@
-"""Build the runner image, offline if need be.
+"""The runner image: build it, offline if need be, and check the one a run uses (`runner_image`:
+the engine answers, the image named exists or the default one is built).
 
 The build context is `runner/` inside the package's repository (or a directory given explicitly).
 Its content hash names the image, so a build with an unchanged context is a no-op. With no registry
@@ -199,3 +200,59 @@ def ensure_image(
     return ImageInfo(
         name, str(info["id"]), info["digest"], chash, True, time.monotonic() - start, base_image
     )
+
+
+# -- the runner image of a run ----------------------------------------------------------------
+class ImageUnavailable(Exception):
+    """No runner image for the run: the engine does not answer, the image named is missing, or
+    the build failed. The message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class RunnerImage:
+    """The image a run's sandboxes start from, as the records name it."""
+
+    name: str
+    id: str | None = None
+    digest: str | None = None
+
+    @property
+    def ref(self) -> str:
+        """The id, or the name when there is none (the local sandbox)."""
+        return self.id or self.name
+
+    def to_wire(self) -> dict[str, str | None]:
+        return {"name": self.name, "id": self.id, "digest": self.digest}
+
+    @classmethod
+    def from_wire(cls, data: dict[str, str | None]) -> RunnerImage:
+        return cls(str(data["name"]), data.get("id"), data.get("digest"))
+
+
+LOCAL_IMAGE = RunnerImage("local")
+
+
+def runner_image(sandbox: str, name: str | None) -> RunnerImage:
+    """The run's image: for docker, the engine must answer and the image `name` must exist, or,
+    with no name, the image of runner/ is built when missing. ImageUnavailable otherwise."""
+    if sandbox != "docker":
+        return LOCAL_IMAGE
+    try:
+        subprocess.run(["docker", "info"], capture_output=True, timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError):
+        raise ImageUnavailable(
+            "Docker daemon not reachable: run scripts/ensure-docker (or start Docker), or use "
+            "--agentbench-sandbox local for unisolated test runs"
+        ) from None
+    try:
+        if name:
+            found = inspect_image(name)
+            if not found:
+                raise ImageUnavailable(f"--agentbench-image {name}: no such image")
+            return RunnerImage(name, found["id"], found["digest"])
+        info = ensure_image(name=DEFAULT_IMAGE)
+    except ImageBuildError as exc:
+        raise ImageUnavailable(f"runner image: {exc}") from None
+    except FileNotFoundError:
+        raise ImageUnavailable("docker CLI not found; run scripts/ensure-docker") from None
+    return RunnerImage(info.name, info.image_id, info.digest)

@@ -144,8 +144,7 @@ import pytest
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session):
-    from pytest_agentbench.plugin.items import AB_KEY
-    ab = session.config.stash.get(AB_KEY, None)
+    ab = session.config.pluginmanager.get_plugin("agentbench-run")
     if ab is not None and ab.state is not None and not hasattr(session.config, "workerinput"):
         # a part that cannot be read: merging the events fails at session end
         (ab.state.path / "events" / "zz-unreadable.jsonl").mkdir(parents=True)

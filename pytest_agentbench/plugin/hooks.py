@@ -1,0 +1,317 @@
+"""The plugin object of one agentbench run (`AgentbenchPlugin`): registered by plugin/entry.py as
+"agentbench-run" once a run is asked for; its methods are the hooks, its attributes the run's
+settings, tasks, image and state. Everything else reaches it through `run_plugin(config)`.
+
+On the controller it collects task items, writes each attempt's record as its report arrives
+(the one writer of attempts.jsonl) and ends the run (run/finish.py). On an xdist worker it
+collects and runs attempts with the state the controller shipped.
+"""
+
+from __future__ import annotations
+
+import functools
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_agentbench.agents.variants import VariantError, agent_factories, make_agent
+from pytest_agentbench.plugin.items import (
+    SHORT_FAILURES,
+    InvalidTaskDir,
+    TaskFile,
+    TaskIndex,
+)
+from pytest_agentbench.plugin.workers import (
+    crash_record,
+    is_crash_report,
+    is_worker,
+    signal_workers,
+    unhandled_reports,
+)
+from pytest_agentbench.run.finish import end_run
+from pytest_agentbench.run.settings import OutDirError, RunSettings, build_settings
+from pytest_agentbench.run.sigterm import (
+    on_sigterm,
+    restore_sigterm,
+    sigterm_as_interrupt,
+    uninterrupted,
+)
+from pytest_agentbench.run.state import ResumeError, RunState, attempt_key, start_run
+from pytest_agentbench.run.writer import AttemptLog
+from pytest_agentbench.sandbox.image import ImageUnavailable, RunnerImage, runner_image
+from pytest_agentbench.tasks.loader import TASK_FILE, LoadedTask
+from pytest_agentbench.text.redaction import Redactor
+
+PLUGIN_NAME = "agentbench-run"  # "agentbench" is the entry module (the pytest11 name)
+
+
+def run_plugin(config: pytest.Config) -> AgentbenchPlugin | None:
+    """The run's plugin object, or None when no run was asked for."""
+    plugin: AgentbenchPlugin | None = config.pluginmanager.get_plugin(PLUGIN_NAME)
+    return plugin
+
+
+class AgentbenchPlugin:
+    def __init__(
+        self,
+        config: pytest.Config,
+        settings: RunSettings,
+        tasks: TaskIndex,
+        build_agent: Callable[[], Any],
+    ) -> None:
+        self.config = config
+        self.settings = settings
+        self.tasks = tasks
+        self.build_agent = build_agent  # a fresh agent of the variant for each attempt
+        self.image: RunnerImage | None = None
+        self.state: RunState | None = None
+        self.log: AttemptLog | None = None  # the controller's, once the run started
+        self.finish_errors: list[str] = []  # session-end steps that failed
+        self._by_name = tasks.attempts_by_name(settings.attempts, settings.variant.name)
+        self._by_nodeid: dict[str, tuple[LoadedTask, int]] = {}  # the controller's, under xdist
+
+    @functools.cached_property
+    def redactor(self) -> Redactor:
+        """The run's redactor: every task's own secrets (repo.url, setup commands, the
+        artifacts.redact variables) plus the credential patterns. Workers build the same one."""
+        return Redactor.for_tasks(t.spec for t in self.tasks.tasks.values())
+
+    @classmethod
+    def from_config(cls, config: pytest.Config, suites: list[str]) -> AgentbenchPlugin:
+        """The run's settings and tasks; a usage error (one line) for a bad option or variant,
+        an out dir that cannot be, or nothing to run."""
+        try:
+            _check_rootdir(config)
+            settings = build_settings(
+                lambda name: config.getoption(f"agentbench_{name}"),
+                lambda name: config.getini(f"agentbench_{name}"),
+                suites=suites,
+                rootpath=config.rootpath,
+            )
+            build_agent = _agent_builder(config, settings)
+            tasks = TaskIndex.discover(settings.taskpacks, settings.suites)
+            return cls(config, settings, tasks, build_agent)
+        except (VariantError, ResumeError, OutDirError, ValueError) as exc:  # ModelConfigError
+            raise pytest.UsageError(str(exc)) from None
+
+    def start(self) -> None:
+        """Begin the run: on a worker, take the controller's state; on the controller, check
+        the image, make or reopen the run directory. Listing tasks (--collect-only) needs no
+        image and leaves no run directory."""
+        config, settings = self.config, self.settings
+        sigterm_as_interrupt()
+        if config.args_source != pytest.Config.ArgsSource.ARGS:
+            config.args = [str(settings.taskpacks / suite) for suite in settings.suites]
+        if is_worker(config):
+            workerinput = config.workerinput  # type: ignore[attr-defined]
+            self.state = RunState.from_wire(workerinput["agentbench_state"])
+            self.image = RunnerImage.from_wire(workerinput["agentbench_image"])
+            return
+        _default_worksteal(config)
+        if config.option.collectonly:
+            return
+        try:
+            self.image = runner_image(settings.sandbox, settings.image)
+            self.state = start_run(settings, self.image.ref, redact_obj=self.redactor.redact_obj)
+        except (ImageUnavailable, ResumeError, OutDirError) as exc:
+            raise pytest.UsageError(str(exc)) from None
+        self.log = AttemptLog(self.state, self.redactor.redact_record)
+        if config.pluginmanager.hasplugin("xdist"):
+            # workers stop at once, each removing its own containers, as with a terminal's Ctrl-C
+            on_sigterm(lambda: signal_workers(config, signal.SIGTERM))
+
+    # -- collection ---------------------------------------------------------------------------
+    def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
+        if not collection_path.is_file():
+            return None
+        inside = self.settings.taskpacks in collection_path.parents
+        return True if inside and collection_path.name != TASK_FILE else None
+
+    def pytest_collect_directory(
+        self, path: Path, parent: pytest.Collector
+    ) -> pytest.Collector | None:
+        if (path / TASK_FILE).is_file():
+            return None
+        problems = self.tasks.directory_problems(path)
+        if not problems:
+            return None
+        return InvalidTaskDir.from_parent(parent, path=path, problems=problems)
+
+    def pytest_collect_file(
+        self, file_path: Path, parent: pytest.Collector
+    ) -> pytest.Collector | None:
+        if file_path.name != TASK_FILE or not self.tasks.knows(file_path):
+            return None
+        resolved = file_path.resolve()
+        return TaskFile.from_parent(
+            parent,
+            path=file_path,
+            task=self.tasks.tasks.get(resolved),
+            problems=self.tasks.problems.get(resolved, []),
+            attempts=self.settings.attempts,
+            variant=self.settings.variant.name,
+        )
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        keep, drop = [], []
+        done = set(self.state.done) if self.state else set()
+        quarantine = self.settings.quarantine
+        for item in items:
+            marker = item.get_closest_marker("agentbench_quarantine")
+            loaded = getattr(item, "loaded", None)
+            if loaded is not None and attempt_key(loaded.id, item.attempt_index) in done:  # type: ignore[attr-defined]
+                drop.append(item)
+                continue
+            if quarantine == "only" and marker is None:
+                drop.append(item)
+                continue
+            if marker is not None:
+                reason = f"quarantined: {marker.kwargs.get('reason', '')}"
+                if quarantine == "skip":
+                    item.add_marker(pytest.mark.skip(reason=reason))
+                elif quarantine == "run":
+                    item.add_marker(pytest.mark.xfail(reason=reason, strict=False))
+            keep.append(item)
+        if drop:
+            self.config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+
+    # -- xdist, on the controller (hooks that exist only when xdist is installed) -------------
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        if self.state is not None and self.image is not None:
+            node.workerinput["agentbench_state"] = self.state.to_wire()
+            node.workerinput["agentbench_image"] = self.image.to_wire()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """Which attempt each collected item is, for the record of a worker that dies in it."""
+        for nodeid in ids:
+            attempt = self._by_name.get(nodeid.rpartition("::")[2])
+            if attempt is not None:
+                self._by_nodeid[nodeid] = attempt
+
+    # -- reports and records ------------------------------------------------------------------
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        report = yield
+        if call.excinfo is not None and isinstance(call.excinfo.value, SHORT_FAILURES):
+            report.longrepr = str(call.excinfo.value)  # one short text, no traceback
+        record = getattr(item, "agentbench_record", None)
+        if record is None or getattr(item, "_agentbench_attached", False):
+            return report
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            if hasattr(report, "wasxfail"):
+                outcome = "xfailed" if report.skipped else "xpassed"
+            elif report.when == "setup":
+                outcome = "skipped" if report.skipped else "error"
+            else:
+                outcome = report.outcome
+            record["pytest_outcome"] = outcome
+            report.agentbench = record
+            item._agentbench_attached = True  # type: ignore[attr-defined]
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.log is not None:
+            with uninterrupted():  # a SIGTERM now takes effect once the line is written
+                self._record(report)
+
+    def _record(self, report: pytest.TestReport) -> None:
+        assert self.log is not None and self.state is not None
+        record = getattr(report, "agentbench", None)
+        if record is None and is_crash_report(report):
+            attempt = self._by_nodeid.get(report.nodeid)
+            if attempt is not None:
+                task, index = attempt
+                record = crash_record(
+                    report,
+                    run_id=self.state.run_id,
+                    session_token=self.state.session_token,
+                    task=task,
+                    attempt_index=index,
+                    variant=self.settings.variant.name,
+                    variant_config_hash=self.settings.variant_hash(),
+                )
+        if record is not None:
+            self.log.write(record)
+
+    # -- the run's end --------------------------------------------------------------------------
+    @pytest.hookimpl(trylast=True)  # after xdist stopped its workers: none starts after the sweep
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.log is None or self.state is None:
+            return
+        config = session.config
+
+        def record_unhandled() -> None:
+            if config.pluginmanager.hasplugin("dsession"):
+                for report in unhandled_reports(config):
+                    self._record(report)
+
+        self.finish_errors += end_run(
+            self.state, self.redactor, docker=self.settings.docker, first=record_unhandled
+        )
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.log is None or self.state is None:
+            return
+        log, state = self.log, self.state
+        counts = ", ".join(f"{n} {k}" for k, n in sorted(log.outcomes.items())) or "none"
+        terminalreporter.write_sep("-", "agentbench")
+        terminalreporter.write_line(
+            f"run {state.run_id} ({self.settings.variant.name}): "
+            f"{log.recorded} attempts recorded ({counts})"
+        )
+        terminalreporter.write_line(f"run dir: {state.run_dir}")
+        for note in state.notes:
+            terminalreporter.write_line(f"agentbench: {note}", yellow=True)
+        for line in self.finish_errors:
+            text = self.redactor.redact(f"agentbench: session end: {line}")
+            terminalreporter.write_line(text, red=True)
+
+    def pytest_unconfigure(self) -> None:
+        restore_sigterm()
+
+
+def _agent_builder(config: pytest.Config, settings: RunSettings) -> Callable[[], Any]:
+    """Makes a fresh agent of the variant; the variant's agent must exist, and an llm_v0
+    variant's model settings must resolve (one usage error, not N failed attempts)."""
+    variant = settings.variant
+    factories = agent_factories(config.hook.pytest_agentbench_agents())
+    if variant.agent not in factories:
+        raise ValueError(
+            f"--agentbench-variant {variant.name}: unknown agent {variant.agent!r}; "
+            f"known: {', '.join(sorted(factories))}"
+        )
+    if variant.agent == "llm_v0":
+        from pytest_agentbench.agents.llm_config import check_config
+
+        check_config(variant.config(), settings.llm)
+    return functools.partial(make_agent, variant, factories)
+
+
+def _check_rootdir(config: pytest.Config) -> None:
+    """`--agentbench-out DIR` with a space: pytest's early argument scan, which does not know
+    plugin options yet, takes an existing DIR for a test path and may make it the rootdir,
+    silently dropping the project's ini file. Say so instead."""
+    args = list(config.invocation_params.args)
+    for name in ("agentbench_out", "agentbench_resume", "agentbench_taskpacks"):
+        value, flag = config.getoption(name), "--" + name.replace("_", "-")
+        space_form = any(a == flag and b == value for a, b in zip(args, args[1:], strict=False))
+        if space_form and Path(value).resolve() == config.rootpath.resolve():
+            raise ValueError(
+                f"pytest took {value} as its rootdir; write {flag}={value} "
+                "(with '=') so it is read as the option's value"
+            )
+
+
+def _default_worksteal(config: pytest.Config) -> None:
+    """Task durations vary wildly: steal work unless the user chose a distribution mode."""
+    if not config.pluginmanager.hasplugin("xdist") or not config.getoption("numprocesses", None):
+        return
+    args = config.invocation_params.args
+    if not any(a == "-d" or a.startswith("--dist") for a in args):
+        config.option.dist = "worksteal"

@@ -1,0 +1,75 @@
+"""The run's end on the controller: keep the last records, merge events, remove work
+directories, sweep containers, write report_summary.md and report.html.
+
+The steps are independent: one that fails (the Docker engine gone, a report bug) is reported as
+one line and never stops the others.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_agentbench.run.hostenv import work_root
+from pytest_agentbench.run.sigterm import run_ending
+from pytest_agentbench.run.state import RunState
+from pytest_agentbench.run.writer import merge_events
+
+if TYPE_CHECKING:
+    from pytest_agentbench.text.redaction import Redactor
+
+SWEEP_TIMEOUT_SEC = 20  # per Docker API call at the end: an engine that stopped answering
+
+
+def end_run(
+    state: RunState, redactor: Redactor, docker: bool, first: Callable[[], None] | None = None
+) -> list[str]:
+    """The controller's end of a run, as independent steps (`first` before the others): one
+    that fails costs none of the others. Returns one line per failed step, also kept in
+    `report_error.txt`."""
+    from pytest_agentbench import reporting
+
+    run_ending()
+    gc_hint = "; containers of this run may remain: `agentbench gc` once the engine answers"
+    steps: list[tuple[str, Callable[[], Any] | None, str]] = [
+        ("keep the records the interrupted workers sent", first, ""),
+        ("merge events", lambda: merge_events(state, redactor.redact_record), ""),
+        ("remove work directories", lambda: _remove_tree(work_root(state.run_id)), ""),
+        ("sweep containers", (lambda: sweep_run(state.run_id)) if docker else None, gc_hint),
+        ("write report_summary.md", lambda: reporting.write_summary(state.path, redactor=redactor),
+         ""),
+        ("write report.html", lambda: reporting.write_html(state.path, redactor=redactor), ""),
+    ]
+    errors = []
+    for what, step, hint in steps:
+        try:
+            if step is not None:
+                step()
+        except Exception as exc:  # noqa: BLE001 - one failed step must not cost the others
+            text = " ".join(str(exc).split())[:300]
+            errors.append(redactor.redact(f"{what}: {type(exc).__name__}: {text}{hint}"))
+    if errors:
+        with contextlib.suppress(OSError):
+            (state.path / "report_error.txt").write_text("".join(f"{e}\n" for e in errors), "utf-8")
+    return errors
+
+
+def sweep_run(run_id: str) -> int:
+    """Remove every container of the run, by label, waiting at most SWEEP_TIMEOUT_SEC per call."""
+    import docker
+
+    from pytest_agentbench.sandbox.docker import DockerSandboxFactory
+
+    client = docker.from_env(timeout=SWEEP_TIMEOUT_SEC)
+    try:
+        return DockerSandboxFactory(client).sweep({"agentbench.run_id": run_id})
+    finally:
+        client.close()
+
+
+def _remove_tree(path: Path) -> None:
+    if path.exists():
+        shutil.rmtree(path)

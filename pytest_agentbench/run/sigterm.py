@@ -1,0 +1,74 @@
+"""SIGTERM ends a run the way Ctrl-C does: a KeyboardInterrupt in the main thread, so xdist stops
+the workers, fixtures and the session end remove containers and the reports are written.
+
+A SIGTERM while a record is being written (`uninterrupted`) takes effect once the line is
+complete; one that arrives after the run's end began (`run_ending`) is ignored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+_TERM: dict[str, Any] = {"fired": False, "pending": False, "depth": 0, "previous": None}
+_ON_SIGTERM: list[Callable[[], object]] = []  # e.g. pass the signal on to the xdist workers
+
+
+def on_sigterm(callback: Callable[[], object]) -> None:
+    """Call `callback` (once) when the SIGTERM installed here arrives, before unwinding."""
+    _ON_SIGTERM.append(callback)
+
+
+def sigterm_as_interrupt() -> None:
+    """Let SIGTERM end the session the way Ctrl-C does (KeyboardInterrupt). Installed in the
+    main thread over the default action only. A SIGTERM that arrives while one is being
+    handled is ignored, so the cleanup runs to its end (SIGKILL still stops everything)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+    _TERM.update(fired=False, pending=False, depth=0, previous=signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def restore_sigterm() -> None:
+    """Put the previous SIGTERM action back (an in-process pytester run must not leak ours)."""
+    if (_TERM["previous"] is not None and signal.getsignal(signal.SIGTERM) is _on_sigterm
+            and threading.current_thread() is threading.main_thread()):
+        signal.signal(signal.SIGTERM, _TERM["previous"])
+    _TERM["previous"] = None
+    _ON_SIGTERM.clear()
+
+
+def run_ending() -> None:
+    """The run is ending anyway: a SIGTERM from now on must not cut its end short."""
+    _TERM["fired"] = True
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    if _TERM["fired"]:
+        return
+    while _ON_SIGTERM:
+        with contextlib.suppress(Exception):
+            _ON_SIGTERM.pop()()
+    if _TERM["depth"]:
+        _TERM["pending"] = True  # raised when the record being written is complete
+        return
+    _TERM["fired"] = True
+    raise KeyboardInterrupt("SIGTERM")
+
+
+@contextlib.contextmanager
+def uninterrupted() -> Iterator[None]:
+    """A SIGTERM during the block (writing a record) takes effect at its end."""
+    _TERM["depth"] += 1
+    try:
+        yield
+    finally:
+        _TERM["depth"] -= 1
+    if not _TERM["depth"] and _TERM["pending"] and not _TERM["fired"]:
+        _TERM.update(pending=False, fired=True)
+        raise KeyboardInterrupt("SIGTERM")
