@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pytest_agentbench.agents.llm_v0 import LLMAgent  # noqa: E402
+from pytest_agentbench.agents.variants import Variant, agent_builder  # noqa: E402
 from pytest_agentbench.core.trial import Trial, TrialConfig  # noqa: E402
 from pytest_agentbench.repos import MirrorCache  # noqa: E402
 from pytest_agentbench.run.hostenv import trial_defaults  # noqa: E402
@@ -47,12 +47,12 @@ def main() -> None:
             variant="llm_v0", variant_config_hash="bench", image=image.name,
             image_id=image.image_id, harness_version="bench", **trial_defaults(),
             events_path=Path(tmp) / "events.jsonl",
-            agent_params={"max_steps": args.steps + 5, "stuck_after": 10 ** 6,
-                          "_variant": {"model": {}, "budgets": {}},
-                          "_llm_cli": {"base_url": server.base_url, "model": "bench/model",
-                                       "preset": "local"}},
         )
-        record = Trial(task, cfg, DockerSandboxFactory(), MirrorCache(), LLMAgent()).run()
+        variant = Variant("llm_v0", "llm_v0",
+                          params={"max_steps": args.steps + 5, "stuck_after": 10 ** 6})
+        agent = agent_builder(variant, llm_cli={"base_url": server.base_url,
+                                                "model": "bench/model", "preset": "local"})()
+        record = Trial(task, cfg, DockerSandboxFactory(), MirrorCache(), agent).run()
         events = [json.loads(line) for line in
                   (Path(tmp) / "events.jsonl").read_text().splitlines()]
     agent_ms = record.timings["agent"] * 1000
