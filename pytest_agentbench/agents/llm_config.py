@@ -23,7 +23,8 @@ class LLMParams(BaseModel):
     prompt: str = "system_v1"
     """The system prompt, `llm/prompts/<prompt>.txt`; its sha256 goes into every record."""
     max_steps: int | None = None
-    """Model turns at most; the task's `agent.max_steps` caps it too (unset or <= 0: 30)."""
+    """Model turns at most; the task's `agent.max_steps` caps it too (unset or <= 0: the
+    task's alone)."""
     stuck_after: int = 4
     """Test runs in a row with an unchanged failure signature before AGENT_STUCK."""
     max_patch_rejections: int = 3
