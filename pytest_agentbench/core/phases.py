@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from pytest_agentbench.core.events import EventSink
+from pytest_agentbench.schemas.events import PhaseFinished, PhaseStarted
 
 
 class PhaseTimer:
@@ -16,16 +17,17 @@ class PhaseTimer:
     def __enter__(self) -> None:
         self.start = time.monotonic()
         if self.emit:
-            self.events.emit("phase_started", phase=self.name)
+            self.events.emit(PhaseStarted(phase=self.name))
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         seconds = time.monotonic() - self.start
         self.timings[self.name] = round(self.timings.get(self.name, 0) + seconds, 3)
         if self.emit:
             self.events.emit(
-                "phase_finished",
-                phase=self.name,
-                ok=exc is None,
-                duration_ms=int(seconds * 1000),
-                detail=str(exc)[:300] if exc else "",
+                PhaseFinished(
+                    phase=self.name,
+                    ok=exc is None,
+                    duration_ms=int(seconds * 1000),
+                    detail=str(exc)[:300] if exc else "",
+                )
             )

@@ -20,6 +20,7 @@ from pytest_agentbench.core.gitops import SnapshotError, Snapshotter
 from pytest_agentbench.core.rundir import AttemptPaths
 from pytest_agentbench.paths.globs import matches_any
 from pytest_agentbench.sandbox.port import Sandbox, SandboxError
+from pytest_agentbench.schemas.events import Note, PatchApplied
 from pytest_agentbench.schemas.records import AgentStats
 from pytest_agentbench.tools.toolbox import Toolbox, ToolResult
 
@@ -96,25 +97,24 @@ class RecordingToolbox:
         try:
             tree, diff = self.snapshots.snapshot_diff(self.last_tree)
             if self.snapshots.rebuilds > rebuilds:
-                self.events.emit(
-                    "note", kind="snapshot_rebuilt",
+                self.events.emit(Note(
+                    kind="snapshot_rebuilt",
                     message="the harness's snapshot index was changed or removed; rebuilt",
-                )
+                ))
             if tree == self.last_tree:
                 return
         except SnapshotError as exc:  # the agent's doing; the final diff decides its fate
-            self.events.emit("note", kind="snapshot_failed", message=str(exc)[:300])
+            self.events.emit(Note(kind="snapshot_failed", message=str(exc)[:300]))
             return
         self.last_tree = tree
         self.diff_steps += 1
         path = self.paths.root / "diffs" / f"step_{self.step:04d}.patch"
         path.write_text(self.redact(diff.patch), "utf-8")
         self.events.emit(
-            "patch_applied",
+            PatchApplied(
+                step=self.step, changed_files=diff.files, diff_path=self.paths.relative(path)
+            ),
             actor="tool",
-            step=self.step,
-            changed_files=diff.files,
-            diff_path=self.paths.relative(path),
         )
 
     def final_diff(self) -> tuple[list[str], int, str]:

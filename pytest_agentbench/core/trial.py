@@ -42,6 +42,12 @@ from pytest_agentbench.sandbox.port import (
     SandboxExited,
     SandboxFactory,
 )
+from pytest_agentbench.schemas.events import (
+    CommandFinished,
+    Event,
+    TaskFinished,
+    TaskStarted,
+)
 from pytest_agentbench.schemas.records import AttemptRecord, Result, SetupInfo
 from pytest_agentbench.schemas.taxonomy import Reason
 from pytest_agentbench.tasks.loader import LoadedTask
@@ -89,7 +95,7 @@ class Trial:
     def run(self) -> AttemptRecord:
         started_at, start = utc_now(), time.monotonic()
         self.deadline = start + self.spec.environment.timeout_sec
-        self.events.emit("task_started", variant=self.cfg.variant, worker=self.cfg.worker)
+        self.events.emit(TaskStarted(variant=self.cfg.variant, worker=self.cfg.worker))
         frozen = self.cfg.redact(self.task.raw_text)
         self.paths.root.joinpath("task.yaml").write_text(frozen, "utf-8")
         try:
@@ -128,10 +134,11 @@ class Trial:
             self._teardown()
         duration = time.monotonic() - start
         self.events.emit(
-            "task_finished",
-            passed=result.passed,
-            failure_reason=result.failure_reason,
-            duration_ms=int(duration * 1000),
+            TaskFinished(
+                passed=result.passed,
+                failure_reason=result.failure_reason,
+                duration_ms=int(duration * 1000),
+            )
         )
         record = build_record(
             self.cfg,
@@ -513,22 +520,28 @@ class Trial:
                     handle.write(self.cfg.redact(f"$ {command}\n"))
                 handle.write(self.cfg.redact(text))
         self.events.emit(
-            "command_finished",
-            phase=phase,
-            command=self.cfg.redact(command),
-            exit_code=result.exit_code,
-            duration_ms=result.duration_ms,
-            timed_out=result.timed_out,
-            oom_killed=result.oom_killed,
-            disk_limit_exceeded=result.disk_limit_exceeded,
-            stdout_truncated=result.stdout_truncated,
-            stderr_truncated=result.stderr_truncated,
-            stdout_sha256=sha256(result.stdout),
+            CommandFinished(
+                phase=phase,
+                command=self.cfg.redact(command),
+                exit_code=result.exit_code,
+                duration_ms=result.duration_ms,
+                timed_out=result.timed_out,
+                oom_killed=result.oom_killed,
+                disk_limit_exceeded=result.disk_limit_exceeded,
+                stdout_truncated=result.stdout_truncated,
+                stderr_truncated=result.stderr_truncated,
+                stdout_sha256=sha256(result.stdout),
+            )
         )
         return result
 
-    def _tool_event(self, type_: str, data: dict[str, Any]) -> None:
-        self.events.emit(type_, actor="tool", **data)
+    def _tool_event(self, event: Event | str, data: dict[str, Any] | None = None) -> None:
+        """The toolbox's events: an event object, or (until tools/ is converted) a type name
+        and its fields."""
+        if isinstance(event, str):
+            self.events.emit(event, actor="tool", **(data or {}))
+        else:
+            self.events.emit(event, actor="tool")
 
     def _phase(self, name: str) -> PhaseTimer:
         self.phase = name
