@@ -1,8 +1,9 @@
 """The agent's tool box (spec §5 and improvements 7/8): one `call(name, arguments)` entry point.
 
 `call` never raises for the agent's mistakes; it returns a ToolResult whose `error_type` says what
-went wrong. Only infrastructure failures (`SandboxError`) propagate. Every call emits
-`tool_call_started` / `tool_call_finished` through `on_event`; refused edits emit `edit_refused`.
+went wrong. Only infrastructure failures (`SandboxError`) propagate. Every call hands a
+ToolCallStarted and a ToolCallFinished event (schemas/events.py) to `on_event`; a refused edit
+an EditRefused event. The toolbox writes no event itself: the caller's callback does.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from pytest_agentbench.paths.files import PathEscape
 from pytest_agentbench.paths.globs import GlobError
 from pytest_agentbench.paths.regular_files import FileTooLarge, NotRegularFile
 from pytest_agentbench.sandbox.port import Sandbox, SandboxError
+from pytest_agentbench.schemas.events import EditRefused as EditRefusedEvent
+from pytest_agentbench.schemas.events import ToolCallFinished, ToolCallStarted
 from pytest_agentbench.text.truncation import truncate
 from pytest_agentbench.tools import read_only as tool_fs
 from pytest_agentbench.tools.edit_rules import (
@@ -38,7 +41,8 @@ from pytest_agentbench.tools.schemas import (
 
 __all__ = ["TOOL_SCHEMAS", "ErrorType", "EventCallback", "ToolPolicy", "ToolResult", "Toolbox"]
 
-EventCallback = Callable[[str, dict[str, Any]], None]
+ToolEvent = ToolCallStarted | ToolCallFinished | EditRefusedEvent
+EventCallback = Callable[[ToolEvent], None]  # e.g. lambda event: sink.emit(event, actor="tool")
 
 
 class Toolbox:
@@ -79,14 +83,8 @@ class Toolbox:
         self.step += 1
         step = self.step
         tool = name if isinstance(name, str) else repr(name)
-        self._emit(
-            "tool_call_started",
-            {
-                "tool": tool,
-                "step": step,
-                "inputs_sha256": _sha256({"tool": tool, "arguments": arguments}),
-            },
-        )
+        inputs_sha256 = _sha256({"tool": tool, "arguments": arguments})
+        self._emit(ToolCallStarted(tool=tool, step=step, inputs_sha256=inputs_sha256))
         started = time.monotonic()
         try:
             # Every host-side file operation of the call (listings, reads) shares its budget.
@@ -94,36 +92,34 @@ class Toolbox:
                 result = self._dispatch(tool, arguments)
         except BaseException:  # SandboxError (or a harness bug): close the span, then propagate
             self._emit(
-                "tool_call_finished",
-                {
-                    "tool": tool,
-                    "step": step,
-                    "ok": False,
-                    "error_type": "SANDBOX_ERROR",
-                    "duration_ms": int((time.monotonic() - started) * 1000),
-                    "outputs_sha256": "",
-                    "stdout_truncated": False,
-                    "stderr_truncated": False,
-                    "changed_files": [],
-                },
+                ToolCallFinished(
+                    tool=tool,
+                    step=step,
+                    ok=False,
+                    error_type="SANDBOX_ERROR",
+                    duration_ms=int((time.monotonic() - started) * 1000),
+                    outputs_sha256="",
+                    stdout_truncated=False,
+                    stderr_truncated=False,
+                    changed_files=[],
+                )
             )
             raise
         duration_ms = int((time.monotonic() - started) * 1000)
         result.tool = tool
         result.duration_ms = duration_ms
         self._emit(
-            "tool_call_finished",
-            {
-                "tool": tool,
-                "step": step,
-                "ok": result.ok,
-                "error_type": result.error_type,
-                "duration_ms": duration_ms,
-                "outputs_sha256": _sha256(_outputs(result)),
-                "stdout_truncated": result.stdout_truncated,
-                "stderr_truncated": result.stderr_truncated,
-                "changed_files": list(result.changed_files),
-            },
+            ToolCallFinished(
+                tool=tool,
+                step=step,
+                ok=result.ok,
+                error_type=result.error_type,
+                duration_ms=duration_ms,
+                outputs_sha256=_sha256(_outputs(result)),
+                stdout_truncated=result.stdout_truncated,
+                stderr_truncated=result.stderr_truncated,
+                changed_files=list(result.changed_files),
+            )
         )
         return result
 
@@ -144,7 +140,7 @@ class Toolbox:
                 f"{tool} is disabled for this agent; make changes with apply_patch",
             )
         except EditRefused as exc:
-            self._emit("edit_refused", {"path": exc.path, "rule": exc.rule})
+            self._emit(EditRefusedEvent(path=exc.path, rule=exc.rule))
             return ToolResult.error(exc.error_type, str(exc))
         except PatchError as exc:
             return ToolResult.error(ErrorType.PATCH_REJECTED, str(exc), data=exc.to_dict())
@@ -163,9 +159,9 @@ class Toolbox:
         except OSError as exc:
             return ToolResult.error(ErrorType.INVALID_ARGUMENTS, _os_message(exc))
 
-    def _emit(self, kind: str, payload: dict[str, Any]) -> None:
+    def _emit(self, event: ToolEvent) -> None:
         if self.on_event is not None:
-            self.on_event(kind, payload)
+            self.on_event(event)
 
     # -- read-only tools ----------------------------------------------------------------------
     def _list_files(self, root: str = ".", glob: str | None = None) -> ToolResult:

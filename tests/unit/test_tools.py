@@ -40,7 +40,7 @@ def sandbox(ws: Path, tmp_path: Path) -> Iterator[LocalSandbox]:
 def make(sandbox: LocalSandbox, **policy: Any) -> tuple[Toolbox, Events]:
     events: Events = []
     toolbox = Toolbox(sandbox, ToolPolicy(**policy),
-                      on_event=lambda kind, data: events.append((kind, data)))
+                      on_event=lambda e: events.append((e.type, e.model_dump(exclude={"type"}))))
     return toolbox, events
 
 
