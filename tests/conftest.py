@@ -18,6 +18,7 @@ sandbox factory (tests/support/sandboxes.py).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,23 @@ def folder_tier(path: Path) -> str | None:
     except ValueError:
         return None
     return TIER_OF_FOLDER.get(parts[0]) if len(parts) > 1 else None
+
+
+def selected_tiers(markexpr: str) -> frozenset[str] | None:
+    """The tiers a `-m` expression of tier names joined by `or` selects ("unit", "docker or e2e");
+    None for any other expression (then every folder is collected and `-m` deselects)."""
+    names = re.split(r"\s+or\s+", markexpr.strip())
+    return frozenset(names) if names and TIERS.issuperset(names) else None
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under `-m unit` (or `-m "docker or e2e"`), do not import the other tiers' folders: their
+    tests could only be deselected, and importing them costs more than the unit tests take."""
+    tiers = selected_tiers(config.option.markexpr or "")
+    if tiers is None or collection_path.parent != TESTS:
+        return None
+    tier = TIER_OF_FOLDER.get(collection_path.name)
+    return True if tier is not None and tier not in tiers else None
 
 
 def tier_problem(item: pytest.Item) -> str | None:

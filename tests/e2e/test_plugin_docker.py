@@ -15,7 +15,6 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,52 +22,29 @@ import docker
 import pytest
 
 from pytest_agentbench.run.hostenv import work_root
-from tests.e2e.conftest import (
+from tests.support.plugin_runs import (
     ALL_TASKS,
     FLAKY_TASK,
     INVALID_TASK,
     SUITE,
     TASKPACKS,
     VALID_TASKS,
+    PluginRunner,
     PytestRun,
     RunDir,
     agentbench_args,
     containers_of,
     python_m_pytest,
-    run_env,
-    run_pytest,
     section_bodies,
     sequence_problems,
 )
-
-
-@dataclass
-class Workspace:
-    root: Path
-
-    @property
-    def out(self) -> Path:
-        return self.root / "runs"
-
-    def env(self) -> dict[str, str]:
-        return run_env(self.root / "home")
-
-    def run(self, *extra: str, timeout: float = 600) -> PytestRun:
-        return run_pytest(
-            agentbench_args(self.out, *extra),
-            cwd=self.root,
-            env=self.env(),
-            out=self.out,
-            timeout=timeout,
-        )
-
 
 # --------------------------------------------------------------------------- the oracle run
 
 
 @pytest.fixture(scope="module")
 def oracle_run(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> PytestRun:
-    return Workspace(tmp_path_factory.mktemp("oracle")).run("-n", "2")
+    return PluginRunner(tmp_path_factory.mktemp("oracle")).run("-n", "2")
 
 
 def test_oracle_outcomes(oracle_run: PytestRun) -> None:
@@ -163,7 +139,7 @@ def test_oracle_run_leaves_no_container(oracle_run: PytestRun, docker_client: An
 
 
 def test_nop_fails_valid_tasks_with_tests_failed(docker_client: Any, tmp_path: Path) -> None:
-    run = Workspace(tmp_path).run("-n", "2", "-k", "mean or slug", "--agentbench-variant", "nop")
+    run = PluginRunner(tmp_path).run("-n", "2", "-k", "mean or slug", "--agentbench-variant", "nop")
     run.assert_outcomes(failed=2)
     assert run.xdist_items == 2
     failures = section_bodies(run.stdout, "agentbench task")
@@ -190,8 +166,8 @@ def test_nop_fails_valid_tasks_with_tests_failed(docker_client: Any, tmp_path: P
 
 
 @pytest.fixture
-def interrupted_workspace(tmp_path: Path, docker_client: Any) -> Iterator[Workspace]:
-    workspace = Workspace(tmp_path)
+def interrupted_workspace(tmp_path: Path, docker_client: Any) -> Iterator[PluginRunner]:
+    workspace = PluginRunner(tmp_path)
     yield workspace
     for run_json in workspace.out.glob("*/run.json"):  # never leak, even when the test fails
         run_id = run_json.parent.name
@@ -216,7 +192,10 @@ def leftover_workspaces(run_id: str) -> list[str]:
     ids=["xdist-terminal-ctrl-c", "serial-sigint-to-pytest", "xdist-sigint-to-pytest"],
 )
 def test_ctrl_c_leaves_no_container(
-    interrupted_workspace: Workspace, docker_client: Any, extra: tuple[str, ...], whole_group: bool
+    interrupted_workspace: PluginRunner,
+    docker_client: Any,
+    extra: tuple[str, ...],
+    whole_group: bool,
 ) -> None:
     """SIGINT while sandboxes are up: pytest exits as interrupted, without a traceback, and
     neither a container nor a host checkout of the run is left behind."""

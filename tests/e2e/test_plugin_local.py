@@ -22,18 +22,17 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.run.hostenv import work_root
-from tests.e2e.conftest import (
+from tests.support.plugin_runs import (
     FLAKY_TASK,
     INVALID_TASK,
     SUITE,
     TASKPACKS,
+    PluginRunner,
     PytestRun,
     RunDir,
-    agentbench_args,
     only_run_dir,
     parse_outcomes,
     python_m_pytest,
-    run_env,
     run_pytest,
     sequence_problems,
 )
@@ -49,30 +48,9 @@ RESUME_TASKS = (
 )
 
 
-@dataclass
-class Runner:
-    """Runs `python -m pytest` with the local sandbox in a private cwd/HOME/output directory."""
-
-    root: Path
-
-    @property
-    def out(self) -> Path:
-        return self.root / "runs"
-
-    def env(self) -> dict[str, str]:
-        return run_env(self.root / "home")
-
-    def args(self, *extra: str) -> list[str]:
-        return agentbench_args(self.out, *extra, sandbox="local")
-
-    def __call__(self, *extra: str, out: Path | None = None) -> PytestRun:
-        args = agentbench_args(out or self.out, *extra, sandbox="local")
-        return run_pytest(args, cwd=self.root, env=self.env(), out=out or self.out)
-
-
 @pytest.fixture
-def runner(tmp_path: Path) -> Runner:
-    return Runner(tmp_path)
+def runner(tmp_path: Path) -> PluginRunner:
+    return PluginRunner(tmp_path, sandbox="local")
 
 
 def collected_names(run: PytestRun) -> list[str]:
@@ -82,8 +60,8 @@ def collected_names(run: PytestRun) -> list[str]:
 # --------------------------------------------------------------------------- selection
 
 
-def test_k_task_id_runs_exactly_that_task(runner: Runner) -> None:
-    run = runner("-k", ONE_TASK)
+def test_k_task_id_runs_exactly_that_task(runner: PluginRunner) -> None:
+    run = runner.run("-k", ONE_TASK)
     run.assert_outcomes(passed=1, deselected=7)
     assert run.returncode == 0, run.tail()
     run_dir = run.run_dir
@@ -121,8 +99,10 @@ def test_k_task_id_runs_exactly_that_task(runner: Runner) -> None:
         (SUITE, None),  # the suite name is a keyword of every task
     ],
 )
-def test_k_selects_by_label(runner: Runner, expression: str, expected: list[str] | None) -> None:
-    run = runner("--collect-only", "-q", "-k", expression)
+def test_k_selects_by_label(
+    runner: PluginRunner, expression: str, expected: list[str] | None
+) -> None:
+    run = runner.run("--collect-only", "-q", "-k", expression)
     assert run.returncode == 0, run.tail()
     names = collected_names(run)
     if expected is None:
@@ -131,8 +111,8 @@ def test_k_selects_by_label(runner: Runner, expression: str, expected: list[str]
         assert names == expected
 
 
-def test_unknown_suite_names_the_existing_ones(runner: Runner) -> None:
-    run = runner("--agentbench-suite", "does-not-exist")
+def test_unknown_suite_names_the_existing_ones(runner: PluginRunner) -> None:
+    run = runner.run("--agentbench-suite", "does-not-exist")
     assert run.returncode == USAGE_ERROR, run.tail()
     (line,) = [line for line in run.stderr.splitlines() if line.strip()]
     assert line.startswith("ERROR: ")
@@ -144,10 +124,10 @@ def test_unknown_suite_names_the_existing_ones(runner: Runner) -> None:
 # --------------------------------------------------------------------------- xdist
 
 
-def test_xdist_records_the_same_attempts_as_a_serial_run(runner: Runner) -> None:
+def test_xdist_records_the_same_attempts_as_a_serial_run(runner: PluginRunner) -> None:
     selection = ("-k", f"{ONE_TASK} or {INVALID_TASK} or {FLAKY_TASK}")
-    serial = runner(*selection, out=runner.root / "serial")
-    parallel = runner(*selection, "-n", "2", out=runner.root / "parallel")
+    serial = runner.run(*selection, out=runner.root / "serial")
+    parallel = runner.run(*selection, "-n", "2", out=runner.root / "parallel")
     serial.assert_outcomes(passed=1, errors=1, xfailed=1, deselected=5)
     parallel.assert_outcomes(passed=1, errors=1, xfailed=1)  # xdist does not count deselected
     assert parallel.xdist_items == 3
@@ -170,8 +150,8 @@ def test_xdist_records_the_same_attempts_as_a_serial_run(runner: Runner) -> None
 # --------------------------------------------------------------------------- attempts
 
 
-def test_two_attempts_per_task(runner: Runner) -> None:
-    run = runner("-k", ONE_TASK, "--agentbench-attempts", "2", "-n", "2", "-v")
+def test_two_attempts_per_task(runner: PluginRunner) -> None:
+    run = runner.run("-k", ONE_TASK, "--agentbench-attempts", "2", "-n", "2", "-v")
     run.assert_outcomes(passed=2)
     assert run.xdist_items == 2
     for n in (1, 2):
@@ -192,8 +172,8 @@ def test_two_attempts_per_task(runner: Runner) -> None:
 # --------------------------------------------------------------------------- quarantine
 
 
-def test_quarantine_skip_never_runs_the_flaky_task(runner: Runner) -> None:
-    run = runner("-k", FLAKY_TASK, "--agentbench-quarantine", "skip", "-rs")
+def test_quarantine_skip_never_runs_the_flaky_task(runner: PluginRunner) -> None:
+    run = runner.run("-k", FLAKY_TASK, "--agentbench-quarantine", "skip", "-rs")
     run.assert_outcomes(skipped=1, deselected=7)
     assert run.returncode == 0, run.tail()
     assert "quarantined: fails differently on every run" in run.stdout
@@ -201,8 +181,8 @@ def test_quarantine_skip_never_runs_the_flaky_task(runner: Runner) -> None:
     assert not run.run_dir.task_dir(FLAKY_TASK).exists()
 
 
-def test_quarantine_only_runs_just_the_flaky_task_uncovered(runner: Runner) -> None:
-    run = runner("--agentbench-quarantine", "only")
+def test_quarantine_only_runs_just_the_flaky_task_uncovered(runner: PluginRunner) -> None:
+    run = runner.run("--agentbench-quarantine", "only")
     run.assert_outcomes(errors=1, deselected=7)
     (record,) = run.run_dir.records()
     assert record["task_id"] == FLAKY_TASK
@@ -221,7 +201,7 @@ class KilledRun:
     recorded_before_kill: list[str]
     in_flight: set[str]  # attempt ids that had started (and prepared a workspace) when killed
     resumed: PytestRun
-    runner: Runner
+    runner: PluginRunner
 
 
 def _in_flight(run_dir: Path, recorded: set[str]) -> set[str]:
@@ -242,7 +222,7 @@ def _in_flight(run_dir: Path, recorded: set[str]) -> set[str]:
 def killed_and_resumed(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """Start a run, SIGKILL it (controller, workers, sandbox commands) once two attempts are
     recorded and another is under way, then resume it with the same options."""
-    runner = Runner(tmp_path_factory.mktemp("resume"))
+    runner = PluginRunner(tmp_path_factory.mktemp("resume"), sandbox="local")
     selection = ["-n", "2", "-k", " or ".join(RESUME_TASKS)]
     proc = subprocess.Popen(
         python_m_pytest(runner.args(*selection)),
@@ -312,7 +292,7 @@ def test_resume_keeps_one_event_sequence_per_attempt(killed_and_resumed: KilledR
 def test_resume_with_another_variant_is_refused(killed_and_resumed: KilledRun) -> None:
     killed = killed_and_resumed
     lines_before = killed.run_dir.attempt_lines()
-    run = killed.runner(
+    run = killed.runner.run(
         "-k",
         " or ".join(RESUME_TASKS),
         "--agentbench-variant",
