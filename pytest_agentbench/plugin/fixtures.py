@@ -17,10 +17,11 @@ from pytest_agentbench.plugin.items import TaskError, failure_text, is_error
 from pytest_agentbench.plugin.workers import worker_id
 from pytest_agentbench.run.hostenv import env_cache, owner_uid, pip_cache_dir, work_root
 from pytest_agentbench.sandbox.port import SandboxError
-from pytest_agentbench.version import harness_version
 
 if TYPE_CHECKING:
+    from pytest_agentbench.agents.port import Agent
     from pytest_agentbench.repos.mirror import MirrorCache
+    from pytest_agentbench.run.factory import SharedAttemptConfig
     from pytest_agentbench.sandbox.port import SandboxFactory
 
 
@@ -37,23 +38,17 @@ def agentbench_config(pytestconfig: pytest.Config) -> AgentbenchPlugin:
 def agentbench_sandbox_factory(
     agentbench_config: AgentbenchPlugin, pytestconfig: pytest.Config
 ) -> Iterator[SandboxFactory]:
-    if not agentbench_config.settings.docker:
-        from pytest_agentbench.sandbox.local import LocalSandboxFactory
+    from pytest_agentbench.run.factory import sandbox_factory
 
-        yield LocalSandboxFactory()
-        return
-    from pytest_agentbench.sandbox.docker import DockerSandboxFactory
-
-    factory = DockerSandboxFactory()
+    settings, state = agentbench_config.settings, agentbench_config.state
+    factory = sandbox_factory(settings.sandbox)
     yield factory
-    assert agentbench_config.state is not None
+    if not settings.docker:
+        return
+    assert state is not None
     try:
-        factory.sweep(
-            {
-                "agentbench.run_id": agentbench_config.state.run_id,
-                "agentbench.worker": worker_id(pytestconfig),
-            }
-        )
+        factory.sweep({"agentbench.run_id": state.run_id,
+                       "agentbench.worker": worker_id(pytestconfig)})
     except SandboxError as exc:  # the engine is gone: the controller's sweep reports it once
         warnings.warn(f"agentbench: worker sweep skipped: {exc}", stacklevel=1)
 
@@ -66,7 +61,7 @@ def agentbench_mirrors(agentbench_config: AgentbenchPlugin) -> MirrorCache:
 
 
 @pytest.fixture
-def agentbench_agent(agentbench_config: AgentbenchPlugin) -> Any:
+def agentbench_agent(agentbench_config: AgentbenchPlugin) -> Agent:
     """The agent under test, made fresh for each attempt from the configured variant."""
     return agentbench_config.build_agent()
 
@@ -77,56 +72,52 @@ def agentbench_attempt(
     agentbench_config: AgentbenchPlugin,
     agentbench_sandbox_factory: SandboxFactory,
     agentbench_mirrors: MirrorCache,
-    agentbench_agent: Any,
+    agentbench_agent: Agent,
 ) -> dict[str, Any]:
-    from pytest_agentbench.core.trial import Trial, TrialConfig
+    from pytest_agentbench.run.factory import AttemptFactory
 
     item = request.node
-    loaded, index = item.loaded, item.attempt_index
-    settings, state = agentbench_config.settings, agentbench_config.state
-    image = agentbench_config.image
-    assert state is not None and image is not None
-    worker = worker_id(request.config)
-    redactor = agentbench_config.redactor  # every task's own secrets, not only artifacts.redact
+    shared = _shared_attempt_config(agentbench_config, worker_id(request.config))
+    attempts = AttemptFactory(
+        shared, agentbench_sandbox_factory, agentbench_mirrors, lambda: agentbench_agent
+    )
     quarantine = item.get_closest_marker("agentbench_quarantine")
-    cfg = TrialConfig(
+    record = attempts.run(  # redacted before it reaches the terminal, junit, the controller
+        item.loaded,
+        index=item.attempt_index,
+        attempts=agentbench_config.settings.attempts,
+        quarantined=quarantine.kwargs.get("reason") if quarantine else None,
+    )
+    item.agentbench_record = record
+    if is_error(record):
+        raise TaskError(failure_text(record))
+    return record
+
+
+def _shared_attempt_config(run: AgentbenchPlugin, worker: str) -> SharedAttemptConfig:
+    """What every attempt of this worker shares, from the run's settings, state and image."""
+    from pytest_agentbench.run.factory import SharedAttemptConfig, worker_events_path
+
+    settings, state, image = run.settings, run.state, run.image
+    assert state is not None and image is not None
+    return SharedAttemptConfig(
         run_id=state.run_id,
         run_dir=state.path,
         work_root=work_root(state.run_id),
-        session=state.session_token,
         variant=settings.variant.name,
         variant_config_hash=settings.variant_hash(),
         image=image.name,
         image_id=image.id,
         image_digest=image.digest,
-        harness_version=harness_version(),
-        attempt_index=index,
-        attempt_label=f"attempt-{index + 1}" if settings.attempts > 1 else None,
+        session=state.session_token,
         worker=worker,
+        events_path=worker_events_path(state.path, state.session_token, worker),
         full_logs=settings.full_logs,
-        keep_workspace=settings.keep_workspace or loaded.spec.artifacts.keep_workspace,
+        keep_workspace=settings.keep_workspace,
         ca_bundle=settings.ca_bundle,
         pip_cache=pip_cache_dir(),
-        owner_uid=owner_uid(settings.sandbox),
-        events_path=state.path / "events" / f"{state.session_token}-{worker}.jsonl",
-        redact=redactor.redact,
-        redact_obj=redactor.redact_obj,
-        agent_params={
-            **settings.variant.params,
-            "_variant": settings.variant.config(),
-            "_llm_cli": dict(settings.llm),
-            "_redactor": redactor,
-        },
-        quarantined=quarantine.kwargs.get("reason") if quarantine else None,
         env_cache=env_cache(settings.env_cache),
+        owner_uid=owner_uid(settings.sandbox),
+        redactor=run.redactor,  # every task's own secrets, not only artifacts.redact
+        agent_params=settings.variant.params,
     )
-    record = (
-        Trial(loaded, cfg, agentbench_sandbox_factory, agentbench_mirrors, agentbench_agent)
-        .run()
-        .to_json_dict()
-    )
-    record = redactor.redact_record(record)  # before it reaches the terminal, junit, the controller
-    item.agentbench_record = record
-    if is_error(record):
-        raise TaskError(failure_text(record))
-    return record

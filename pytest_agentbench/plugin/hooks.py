@@ -9,7 +9,6 @@ collects and runs attempts with the state the controller shipped.
 
 from __future__ import annotations
 
-import functools
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +16,9 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.agents.variants import VariantError, agent_factories, make_agent
+from pytest_agentbench.agents.port import Agent
+from pytest_agentbench.agents.variants import VariantError, agent_builder
+from pytest_agentbench.core.trial_record import crash_record
 from pytest_agentbench.plugin.items import (
     SHORT_FAILURES,
     InvalidTaskDir,
@@ -25,7 +26,8 @@ from pytest_agentbench.plugin.items import (
     TaskIndex,
 )
 from pytest_agentbench.plugin.workers import (
-    crash_record,
+    crash_summary,
+    crashed_worker,
     is_crash_report,
     is_worker,
     signal_workers,
@@ -60,11 +62,15 @@ class AgentbenchPlugin:
         config: pytest.Config,
         settings: RunSettings,
         tasks: TaskIndex,
-        build_agent: Callable[[], Any],
+        redactor: Redactor,
+        build_agent: Callable[[], Agent],
     ) -> None:
         self.config = config
         self.settings = settings
         self.tasks = tasks
+        self.redactor = redactor
+        """Every task's own secrets (repo.url, setup commands, the artifacts.redact variables)
+        plus the credential patterns. Workers build the same one."""
         self.build_agent = build_agent  # a fresh agent of the variant for each attempt
         self.image: RunnerImage | None = None
         self.state: RunState | None = None
@@ -72,12 +78,6 @@ class AgentbenchPlugin:
         self.finish_errors: list[str] = []  # session-end steps that failed
         self._by_name = tasks.attempts_by_name(settings.attempts, settings.variant.name)
         self._by_nodeid: dict[str, tuple[LoadedTask, int]] = {}  # the controller's, under xdist
-
-    @functools.cached_property
-    def redactor(self) -> Redactor:
-        """The run's redactor: every task's own secrets (repo.url, setup commands, the
-        artifacts.redact variables) plus the credential patterns. Workers build the same one."""
-        return Redactor.for_tasks(t.spec for t in self.tasks.tasks.values())
 
     @classmethod
     def from_config(cls, config: pytest.Config, suites: list[str]) -> AgentbenchPlugin:
@@ -91,10 +91,17 @@ class AgentbenchPlugin:
                 suites=suites,
                 rootpath=config.rootpath,
             )
-            build_agent = _agent_builder(config, settings)
             tasks = TaskIndex.discover(settings.taskpacks, settings.suites)
-            return cls(config, settings, tasks, build_agent)
-        except (VariantError, ResumeError, OutDirError, ValueError) as exc:  # ModelConfigError
+            redactor = Redactor.for_tasks(t.spec for t in tasks.tasks.values())
+            build_agent = agent_builder(  # checks the variant: a usage error, not N failures
+                settings.variant,
+                extra_factories=config.hook.pytest_agentbench_agents(),
+                llm_cli=settings.llm,
+                redactor=redactor,
+            )
+            tasks.check()
+            return cls(config, settings, tasks, redactor, build_agent)
+        except (VariantError, ResumeError, OutDirError, ValueError) as exc:
             raise pytest.UsageError(str(exc)) from None
 
     def start(self) -> None:
@@ -228,14 +235,15 @@ class AgentbenchPlugin:
             if attempt is not None:
                 task, index = attempt
                 record = crash_record(
-                    report,
                     run_id=self.state.run_id,
                     session_token=self.state.session_token,
-                    task=task,
-                    attempt_index=index,
+                    spec=task.spec,
                     variant=self.settings.variant.name,
                     variant_config_hash=self.settings.variant_hash(),
-                )
+                    attempt_index=index,
+                    worker=crashed_worker(report),
+                    summary=crash_summary(report),
+                ).to_json_dict()
         if record is not None:
             self.log.write(record)
 
@@ -274,23 +282,6 @@ class AgentbenchPlugin:
 
     def pytest_unconfigure(self) -> None:
         restore_sigterm()
-
-
-def _agent_builder(config: pytest.Config, settings: RunSettings) -> Callable[[], Any]:
-    """Makes a fresh agent of the variant; the variant's agent must exist, and an llm_v0
-    variant's model settings must resolve (one usage error, not N failed attempts)."""
-    variant = settings.variant
-    factories = agent_factories(config.hook.pytest_agentbench_agents())
-    if variant.agent not in factories:
-        raise ValueError(
-            f"--agentbench-variant {variant.name}: unknown agent {variant.agent!r}; "
-            f"known: {', '.join(sorted(factories))}"
-        )
-    if variant.agent == "llm_v0":
-        from pytest_agentbench.agents.llm_config import check_config
-
-        check_config(variant.config(), settings.llm)
-    return functools.partial(make_agent, variant, factories)
 
 
 def _check_rootdir(config: pytest.Config) -> None:

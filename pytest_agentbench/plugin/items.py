@@ -63,20 +63,26 @@ class TaskIndex:
 
     tasks: dict[Path, LoadedTask] = field(default_factory=dict)
     problems: dict[Path, list[TaskProblem]] = field(default_factory=dict)
+    nothing_to_run: str | None = None  # a missing suite or taskpacks directory
 
     @classmethod
     def discover(cls, taskpacks: Path, suites: Iterable[str]) -> TaskIndex:
-        """Load the suites' tasks; ValueError when there is nothing to run (a missing suite or
-        taskpacks directory)."""
+        """Load the suites' tasks (see `check` for a run with nothing to run)."""
         index = cls()
         loaded = discover(taskpacks, list(suites))
         for problem in loaded.problems:
             if problem.task_file is None:
-                raise ValueError(str(problem))
+                index.nothing_to_run = index.nothing_to_run or str(problem)
+                continue
             index.problems.setdefault(problem.task_file.resolve(), []).append(problem)
         for task in loaded.tasks:
             index.tasks[task.path.resolve()] = task
         return index
+
+    def check(self) -> None:
+        """ValueError (one line) when there is nothing to run."""
+        if self.nothing_to_run is not None:
+            raise ValueError(self.nothing_to_run)
 
     def knows(self, task_file: Path) -> bool:
         resolved = task_file.resolve()
