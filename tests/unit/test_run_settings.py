@@ -1,0 +1,73 @@
+"""RunSettings from option and ini lookups, without pytest's config (run/settings.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_agentbench.run.settings import OutDirError, RunSettings, build_settings
+
+
+def settings(
+    tmp_path: Path, options: dict[str, Any] | None = None, ini: dict[str, Any] | None = None,
+    suites: list[str] | None = None,
+) -> RunSettings:
+    options = {"out": str(tmp_path / "runs"), **(options or {})}
+    return build_settings(
+        options.get, (ini or {}).get, suites=["b", "a", "b"] if suites is None else suites,
+        rootpath=tmp_path,
+    )
+
+
+def test_defaults_are_typed_and_final(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # no ./taskpacks here: the default is under the rootdir
+    s = settings(tmp_path)
+    assert s.suites == ("a", "b")
+    assert s.taskpacks == tmp_path / "taskpacks"
+    assert (s.variant.name, s.attempts, s.quarantine, s.sandbox) == ("oracle", 1, "run", "docker")
+    assert s.out == (tmp_path / "runs").resolve() and s.out_label == "--agentbench-out"
+    assert s.resume is None and s.image is None and s.git_cache is None and s.llm == {}
+    assert s.docker and not s.full_logs and not s.keep_workspace
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.attempts = 2  # type: ignore[misc]
+
+
+def test_the_command_line_wins_over_the_ini_file(tmp_path: Path) -> None:
+    ini = {"variant": "nop", "attempts": "3", "quarantine": "skip", "image": "img:ini"}
+    from_ini = settings(tmp_path, ini=ini)
+    assert (from_ini.variant.name, from_ini.attempts, from_ini.quarantine) == ("nop", 3, "skip")
+    assert from_ini.image == "img:ini"
+    given = settings(tmp_path, {"variant": "oracle", "attempts": 2, "image": "img:cli"}, ini)
+    assert (given.variant.name, given.attempts, given.image) == ("oracle", 2, "img:cli")
+
+
+@pytest.mark.parametrize("attempts", ["0", "x", "-1"])
+def test_attempts_must_be_a_positive_integer(tmp_path: Path, attempts: str) -> None:
+    with pytest.raises(ValueError, match="--agentbench-attempts: expected a positive integer"):
+        settings(tmp_path, ini={"attempts": attempts})
+
+
+def test_a_loopback_base_url_means_the_local_preset(tmp_path: Path) -> None:
+    s = settings(tmp_path, {"base_url": "http://127.0.0.1:8000/v1", "temperature": 0.0})
+    assert s.llm == {"base_url": "http://127.0.0.1:8000/v1", "temperature": 0.0, "preset": "local"}
+    assert s.variant_hash() != settings(tmp_path).variant_hash()  # CLI model options count
+
+
+def test_an_out_dir_that_is_a_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    with pytest.raises(OutDirError, match="is a file"):
+        settings(tmp_path, {"out": str(tmp_path / "file")})
+
+
+def test_resume_without_suites_takes_those_of_the_run_directory(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "run.json").write_text(json.dumps({"suites": ["z", "y"]}))
+    s = settings(tmp_path, {"resume": str(run_dir)}, suites=[])
+    assert s.suites == ("y", "z") and s.resume == run_dir
+    with pytest.raises(ValueError, match="not a readable run directory"):
+        settings(tmp_path, {"resume": str(tmp_path / "nowhere")}, suites=[])
