@@ -23,6 +23,7 @@ from pytest_agentbench.schemas.events import EditRefused as EditRefusedEvent
 from pytest_agentbench.schemas.events import ToolCallFinished, ToolCallStarted
 from pytest_agentbench.text.truncation import truncate
 from pytest_agentbench.tools import read_only as tool_fs
+from pytest_agentbench.tools import search as tool_search
 from pytest_agentbench.tools.edit_rules import (
     EditRefused,
     WriteDisabled,
@@ -176,7 +177,9 @@ class Toolbox:
         self, query: str, glob: str | None = None, max_results: int = 50, regex: bool = False
     ) -> ToolResult:
         deadline = time.monotonic() + self.policy.tool_timeout_sec
-        return tool_fs.search(self.files, self.policy, query, glob, max_results, regex, deadline)
+        return tool_search.search(
+            self.files, self.policy, query, glob, max_results, regex, deadline
+        )
 
     # -- run ------------------------------------------------------------------------------------
     # `ok` means the command ran to completion (error_type is None); its verdict is `exit_code`.

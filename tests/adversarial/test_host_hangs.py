@@ -298,7 +298,7 @@ def test_item4_whole_file_regex_scan_finds_exactly_the_lines_a_per_line_search_f
 
     import regex
 
-    from pytest_agentbench.tools import read_only as tool_fs
+    from pytest_agentbench.tools import search as tool_fs
 
     rnd = random.Random(8)
     atoms = ["a", "b", " ", ".", r"\s", r"\S", r"\w", r"\W", r"\b", r"\B", "^", "$", "[ab]",
