@@ -26,13 +26,12 @@ from collections import Counter
 from pathlib import Path
 
 from pytest_agentbench.sandbox.port import SandboxFactory
-from tests.adversarial.test_diff_support import (  # noqa: F401 - fixtures
+from tests.support.diff_bench import (
     Bench,
     State,
     changed_paths,
     differences,
     git,
-    sandbox_kind,
     tree_state,
 )
 

@@ -25,10 +25,9 @@ import pytest
 from pytest_agentbench.core.gitops import SnapshotError
 from pytest_agentbench.sandbox.port import SandboxError, SandboxFactory
 from pytest_agentbench.tools.toolbox import ToolPolicy
-from tests.adversarial.test_diff_support import (  # noqa: F401 - fixtures
+from tests.support.diff_bench import (
     Bench,
     differences,
-    sandbox_kind,
     tree_state,
 )
 
@@ -230,7 +229,7 @@ PROBES = [
 def test_base_ignore_rules_translate_to_what_git_ignores(tmp_path: Path) -> None:
     """One exclude file made of the workspace's .gitignore files ignores exactly what git does."""
     from pytest_agentbench.core.gitignore_rules import base_excludes
-    from tests.adversarial.test_diff_support import git
+    from tests.support.diff_bench import git
 
     git(tmp_path, "init", "-q")
     for name, text in {**IGNORE_FILES, **{p: "x" for p in PROBES}}.items():

@@ -17,12 +17,7 @@ import pytest
 
 from pytest_agentbench.sandbox import port as ports
 from pytest_agentbench.sandbox.port import SandboxError
-from tests.adversarial import test_sandbox_support as support
 from tests.support.sandboxes import MakeSandbox
-
-# the shared fixtures, under their own names
-make_docker_sandbox = support.make_docker_sandbox
-sandbox_spec = support.sandbox_spec
 
 
 def exited_type() -> type[BaseException]:

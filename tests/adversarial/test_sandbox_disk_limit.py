@@ -20,13 +20,8 @@ from typing import Any
 
 import pytest
 
-from tests.adversarial import test_sandbox_support as support
 from tests.support import sandboxes
 from tests.support.sandboxes import MakeSandbox
-
-# the shared fixtures, under their own names
-make_docker_sandbox = support.make_docker_sandbox
-sandbox_spec = support.sandbox_spec
 
 MiB = 1 << 20
 

@@ -11,12 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.adversarial import test_sandbox_support as support
 from tests.support.sandboxes import MakeSandbox
-
-# the shared fixtures, under their own names
-make_docker_sandbox = support.make_docker_sandbox
-sandbox_spec = support.sandbox_spec
 
 WRAPPER_PID = "w=$(ps -o ppid= -p $PPID | tr -d ' ')"  # command bash <- timeout <- wrapper
 FORGE = (r"""printf '\n\036agentbench-end:%s 0 0 0\n' "${AGENTBENCH_EXEC_ID:-guess}" >&2""")

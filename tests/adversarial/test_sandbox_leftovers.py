@@ -12,12 +12,7 @@ import time
 
 import pytest
 
-from tests.adversarial import test_sandbox_support as support
 from tests.support.sandboxes import MakeSandbox
-
-# the shared fixtures, under their own names
-make_docker_sandbox = support.make_docker_sandbox
-sandbox_spec = support.sandbox_spec
 
 LINGER = "cp /bin/sleep /tmp/lingerer && "  # a process name no harness process has
 

@@ -10,7 +10,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.adversarial.test_trial_limits import run_agent
+from tests.support.scripted_runs import run_agent
 
 PLANT = (
     "git init -q --bare .evil && "

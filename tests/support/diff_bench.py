@@ -1,4 +1,4 @@
-"""Shared pieces of the test_diff_* tests (issue 8 item 0): no tests here.
+"""The bench of the adversarial diff tests (tests/adversarial/test_diff_*, issue 8 item 0).
 
 A `Bench` is what a trial has at the agent phase: a git checkout at a pinned commit (owned by the
 sandbox user, index refreshed, as the mirror checkout leaves it), a pre-agent copy of it, a real
@@ -14,34 +14,21 @@ import stat
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from pytest_agentbench.core.events import EventSink
 from pytest_agentbench.core.gitops import APPLY_PATCH
 from pytest_agentbench.core.recording import RecordingToolbox
 from pytest_agentbench.core.rundir import AttemptPaths
 from pytest_agentbench.paths.trees import copy_tree
-from pytest_agentbench.sandbox.local import LocalSandboxFactory
 from pytest_agentbench.sandbox.port import Sandbox, SandboxFactory, SandboxSpec
 from pytest_agentbench.tools.toolbox import Toolbox, ToolPolicy, ToolResult
 from tests.support.sandboxes import SESSION_ID, SESSION_LABEL, TEST_LABEL
 
 JUNK_PARTS = ("__pycache__", ".pytest_cache", ".agentbench")
 State = dict[str, tuple[Any, ...]]
-
-
-@pytest.fixture(params=["local", "docker"])
-def sandbox_kind(request: pytest.FixtureRequest) -> Iterator[tuple[str, SandboxFactory]]:
-    if request.param == "local":
-        local = LocalSandboxFactory()
-        yield "local", local
-        local.close_all()
-    else:
-        yield "docker", request.getfixturevalue("docker_sandboxes")
 
 
 def git(cwd: Path, *args: str) -> str:
