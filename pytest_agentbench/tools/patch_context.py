@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from difflib import SequenceMatcher
 
-from pytest_agentbench.tools.patch_parse import Hunk
+from pytest_agentbench.tools.patch_model import Hunk
 
 Line = tuple[str, str]
 _TOKEN = re.compile(r"\w+")

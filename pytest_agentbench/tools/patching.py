@@ -15,14 +15,8 @@ from typing import Any
 
 from pytest_agentbench.paths.files import Files
 from pytest_agentbench.tools.patch_context import describe_mismatch, nearest_context
-from pytest_agentbench.tools.patch_parse import (
-    FilePatch,
-    Hunk,
-    HunkLine,
-    PatchError,
-    normalize_path,
-    parse_patch,
-)
+from pytest_agentbench.tools.patch_model import FilePatch, Hunk, HunkLine, PatchError
+from pytest_agentbench.tools.patch_parse import normalize_path, parse_patch
 
 __all__ = [
     "DEFAULT_MAX_OFFSET",
