@@ -112,13 +112,6 @@ class LLMAgentConfig:
                    version)
 
 
-def check_config(variant: Mapping[str, Any], cli: Mapping[str, Any] | None = None,
-                 ) -> ResolvedModelConfig:
-    """The resolved model settings of `Variant.config()`, checked as `LLMAgentConfig.resolve`
-    checks them (ModelConfigError with a one-line message)."""
-    return LLMAgentConfig.resolve(variant, cli).model
-
-
 def load_prompt(name: str) -> tuple[str, str]:
     """(text, version) of `llm/prompts/<name>.txt`; version is `<name>@sha256:<hex>`."""
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):

@@ -59,30 +59,17 @@ _SPACES = re.compile(r"\s+")
 
 
 class LLMAgent:
-    """Made per attempt with its configuration resolved once per run (`agents.variants.
-    agent_builder`); `redactor` knows the run's secrets, `transport` is an httpx transport for
-    tests. Made without a configuration (the old `make_agent`), it resolves one from
-    `ctx.params["_variant" | "_llm_cli" | "_redactor"]` at every attempt."""
+    """Made per attempt by `agents.variants.agent_builder` with its configuration, resolved once
+    per run; `redactor` knows the run's secrets, `transport` is an httpx transport for tests."""
 
     name = "llm_v0"
 
-    def __init__(self, config: LLMAgentConfig | None = None, *, redactor: Redactor | None = None,
+    def __init__(self, config: LLMAgentConfig, *, redactor: Redactor | None = None,
                  transport: Any = None) -> None:
         self.config, self.redactor, self.transport = config, redactor, transport
 
     def run(self, ctx: AgentContext) -> AgentOutcome:
-        config, redactor = self.config, self.redactor
-        if config is None:
-            config, redactor = _config_from_params(ctx.params), ctx.params.get("_redactor")
-        return _Run(ctx, config, redactor, self.transport).loop()
-
-
-def _config_from_params(params: dict[str, Any]) -> LLMAgentConfig:
-    variant = params.get("_variant") or {}
-    try:
-        return LLMAgentConfig.resolve({**variant, "params": params}, params.get("_llm_cli"))
-    except ModelConfigError as exc:
-        raise AgentError(Reason.LLM_ERROR, f"model configuration: {exc}", "MODEL_CONFIG") from exc
+        return _Run(ctx, self.config, self.redactor, self.transport).loop()
 
 
 class _Stop(Exception):

@@ -191,7 +191,7 @@ def agent_builder(
     from pytest_agentbench.agents.llm_v0 import LLMAgent
     from pytest_agentbench.llm import ModelConfigError
 
-    factories = agent_factories(extra_factories)
+    factories = _agent_factories(extra_factories)
     if variant.agent not in factories:
         raise VariantError(f"variant {variant.name}: unknown agent {variant.agent!r}; "
                            f"known: {', '.join(sorted(factories))}")
@@ -221,7 +221,7 @@ def _takes(factory: AgentFactory, params: Mapping[str, Any]) -> bool:
     return True
 
 
-def agent_factories(
+def _agent_factories(
     extra_factories: Iterable[Mapping[str, AgentFactory]] | None = None,
 ) -> dict[str, AgentFactory]:
     """Built-ins, then entry points, then plugin hooks (later sources may not shadow built-ins).
@@ -236,12 +236,3 @@ def agent_factories(
         for name, factory in result.items():
             found.setdefault(name, factory)
     return found
-
-
-def make_agent(variant: Variant, factories: dict[str, Any]) -> Any:
-    """One agent without its configuration (it reads ctx.params). Superseded by agent_builder."""
-    if variant.agent not in factories:
-        raise VariantError(
-            f"unknown agent {variant.agent!r}; known: {', '.join(sorted(factories))}"
-        )
-    return factories[variant.agent]()

@@ -16,17 +16,10 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.agents.llm_config import check_config, load_prompt
+from pytest_agentbench.agents.llm_config import LLMAgentConfig, load_prompt
 from pytest_agentbench.agents.llm_v0 import LLMAgent, _Run
 from pytest_agentbench.agents.port import AgentContext, AgentError, AgentOutcome
-from pytest_agentbench.agents.variants import (
-    Variant,
-    VariantError,
-    agent_builder,
-    agent_factories,
-    load_variant,
-    make_agent,
-)
+from pytest_agentbench.agents.variants import Variant, VariantError, agent_builder, load_variant
 from pytest_agentbench.core.events import EventSink
 from pytest_agentbench.llm import ModelConfigError, OpenAICompatClient, resolve_model_config
 from pytest_agentbench.schemas.task import TaskSpec
@@ -148,10 +141,11 @@ def llm_variant(base_url: str, *, budgets: dict[str, Any] | None = None,
 
 def make_agent_and_ctx(tmp_path: Path, base_url: str, *, max_steps: int = 30,
                        redactor: Redactor | None = None, **kw: Any
-                       ) -> tuple[Any, AgentContext]:
+                       ) -> tuple[LLMAgent, AgentContext]:
     """The agent as a run makes it (agent_builder, once per run) and one attempt's context."""
     variant = llm_variant(base_url, **kw)
     agent = agent_builder(variant, redactor=redactor)()
+    assert isinstance(agent, LLMAgent)
     return agent, make_ctx(tmp_path, max_steps=max_steps, redactor=redactor,
                            params=variant.params)
 
@@ -406,21 +400,6 @@ def test_missing_model_or_key_fails_when_the_agent_is_built(
         agent_builder(llm_variant("http://127.0.0.1:9", stuck_after="often"))
 
 
-def test_the_old_path_resolves_the_configuration_from_ctx_params(tmp_path: Path) -> None:
-    """LLMAgent() made without a configuration (make_agent) reads ctx.params["_variant",
-    "_llm_cli", "_redactor"] at every attempt; a bad configuration is then the attempt's
-    LLM_ERROR / MODEL_CONFIG."""
-    with FakeOpenAIServer(SOLVE) as srv:
-        variant = llm_variant(srv.base_url)
-        ctx = make_ctx(tmp_path, params={"_variant": variant.config(), "_llm_cli": {}})
-        outcome = make_agent(variant, agent_factories()).run(ctx)
-    assert outcome.finished_by == "finish" and outcome.steps == 4
-    bad = {"_variant": {**variant.config(), "model": {"preset": "local"}}, "_llm_cli": {}}
-    with pytest.raises(AgentError) as info:
-        LLMAgent().run(make_ctx(tmp_path / "b", params=bad))
-    assert info.value.sub_reason == "MODEL_CONFIG" and "no model" in str(info.value)
-
-
 def test_planted_key_appears_in_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENTBENCH_API_KEY", KEY)
     steps: list[Step] = [
@@ -458,18 +437,20 @@ def test_prompt_version_and_bundled_variants() -> None:
     assert load_variant("baseline").budgets["max_cost_usd"] > 0
 
 
-def test_check_config_fails_fast_without_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_configuration_is_checked_without_calling_the_model(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("AGENTBENCH_API_KEY", "OPENROUTER_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     baseline = load_variant("baseline").config()
     with pytest.raises(ModelConfigError, match="OPENROUTER_API_KEY"):
-        check_config(baseline)
-    assert check_config(load_variant("local").config()).preset.name == "local"  # no key needed
+        LLMAgentConfig.resolve(baseline)
+    local = LLMAgentConfig.resolve(load_variant("local").config())  # no key needed
+    assert local.model.preset.name == "local"
     monkeypatch.setenv("OPENROUTER_API_KEY", KEY)
-    resolved = check_config(baseline, {"model": "cli/model", "temperature": 0.7})
+    resolved = LLMAgentConfig.resolve(baseline, {"model": "cli/model", "temperature": 0.7}).model
     assert resolved.values["model"] == "cli/model" and resolved.sources["temperature"] == "cli"
     with pytest.raises(ModelConfigError, match="prompt"):
-        check_config({**baseline, "params": {"prompt": "system_v999"}})
+        LLMAgentConfig.resolve({**baseline, "params": {"prompt": "system_v999"}})
 
 
 # -- the harness's own cost per step -------------------------------------------------------------
