@@ -9,8 +9,9 @@
     tests/adversarial/  adversarial  attacks, spoofs, hangs, faults and bad input (issue 8)
 
 Test files carry no tier marker of their own: a test outside these folders, or one that carries
-a tier marker itself (a second tier, or a copy of its folder's), fails the collection, so a
-tier command never silently misses a test. `pytest tests` (scripts/test) runs all four tiers.
+a tier marker itself (a second tier, or a copy of its folder's), makes its module an ERROR at
+collection (with or without xdist), so a tier command never silently misses a test. `pytest
+tests` (scripts/test) runs all four tiers; `-m <tier>` imports only that tier's folders.
 
 Fixtures every folder shares are registered here: `docker_sandboxes`, the session's one Docker
 sandbox factory (tests/support/sandboxes.py).
@@ -19,7 +20,9 @@ sandbox factory (tests/support/sandboxes.py).
 from __future__ import annotations
 
 import re
+from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -77,12 +80,26 @@ def tier_problem(item: pytest.Item) -> str | None:
     return None
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, Any, Any]:
+    """A module (or class) whose tests break the tier rule fails to collect, with one line per
+    test: an ERROR at collection, the same with or without xdist workers."""
+    report = yield
+    if report.passed:
+        problems = [
+            problem
+            for node in report.result
+            if isinstance(node, pytest.Item) and (problem := tier_problem(node))
+        ]
+        if problems:
+            report.outcome, report.result = "failed", []
+            report.longrepr = "test tiers:\n  " + "\n  ".join(problems)
+    return report
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    problems = [problem for item in items if (problem := tier_problem(item))]
-    if problems:
-        raise pytest.UsageError("test tiers:\n  " + "\n  ".join(problems))
     for item in items:
         tier = folder_tier(item.path)
-        assert tier is not None
+        assert tier is not None, item.nodeid  # pytest_make_collect_report refused it
         item.add_marker(tier)

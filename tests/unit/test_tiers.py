@@ -53,10 +53,11 @@ def test_a_tier_marker_in_a_test_file_fails_the_collection(
         f"import pytest\n\npytestmark = pytest.mark.{marker}\n\n\ndef test_marked():\n    pass\n"
     )
     result = layout.runpytest_inprocess("tests", "--collect-only", "-q")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert "ERROR collecting tests/unit/test_marked.py" in result.stdout.str()
     assert (
         f"tests/unit/test_marked.py::test_marked: carries tier marker(s) ['{marker}']; its tier is"
-        " 'unit'" in result.stderr.str()
+        " 'unit'" in result.stdout.str()
     )
 
 
@@ -65,8 +66,8 @@ def test_a_test_outside_the_tier_folders_fails_the_collection(layout: pytest.Pyt
     (layout.path / "tests" / "misc").mkdir()
     (layout.path / "tests" / "misc" / "test_misc.py").write_text("def test_misc():\n    pass\n")
     result = layout.runpytest_inprocess("tests", "--collect-only", "-q")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    err = result.stderr.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    err = result.stdout.str()
     assert "tests/test_loose.py::test_loose: outside every tier folder" in err
     assert "tests/misc/test_misc.py::test_misc: outside every tier folder" in err
 
