@@ -84,3 +84,14 @@ def test_a_tier_expression_does_not_import_the_other_folders(layout: pytest.Pyte
     result = layout.runpytest_inprocess("tests", "--collect-only", "-q", "-m", "not docker")
     assert result.ret == pytest.ExitCode.INTERRUPTED  # any other expression imports every folder
     assert "RuntimeError: imported" in result.stdout.str()
+
+
+def test_items_outside_tests_are_left_alone(layout: pytest.Pytester) -> None:
+    """An agentbench run started from the repository root collects task items outside tests/:
+    they are no tests of the harness and get neither a tier nor a collection error."""
+    (layout.path / "elsewhere").mkdir()
+    (layout.path / "elsewhere" / "test_x.py").write_text("def test_x():\n    pass\n")
+    untiered = "not (unit or docker or e2e or adversarial)"
+    result = layout.runpytest_inprocess("elsewhere", "--collect-only", "-q", "-m", untiered)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert "elsewhere/test_x.py::test_x" in result.stdout.lines
