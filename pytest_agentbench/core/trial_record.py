@@ -35,6 +35,7 @@ class AttemptFindings:
     baseline: BaselineValidation = field(default_factory=BaselineValidation)
     agent: AgentStats = field(default_factory=AgentStats)
     outcome: AgentOutcome | None = None
+    agent_time_limit_sec: float | None = None  # set when the agent gets control
 
 
 def build_record(
@@ -73,7 +74,7 @@ def build_record(
         baseline_validation=findings.baseline,
         agent=findings.agent,
         result=result,
-        limits=limits_of(spec),
+        limits=limits_of(spec, agent_time_limit_sec=findings.agent_time_limit_sec),
         image=ImageInfo(name=cfg.image, id=cfg.image_id, digest=cfg.image_digest),
         artifact_paths={
             "task_dir": artifacts_dir,
@@ -121,8 +122,9 @@ def crash_record(
     )
 
 
-def limits_of(spec: TaskSpec) -> Limits:
-    """The budgets a paired comparison must see equal on both sides."""
+def limits_of(spec: TaskSpec, agent_time_limit_sec: float | None = None) -> Limits:
+    """The budgets a paired comparison must see equal on both sides; `agent_time_limit_sec`
+    what the agent had, when it ran."""
     env = spec.environment
     return Limits(
         timeout_sec=env.timeout_sec,
@@ -130,4 +132,5 @@ def limits_of(spec: TaskSpec) -> Limits:
         max_steps=spec.agent.max_steps,
         cpu_limit=env.cpu_limit,
         mem_limit_mb=env.mem_limit_mb,
+        agent_time_limit_sec=agent_time_limit_sec,
     )

@@ -67,12 +67,13 @@ class BaselineValidation(Record):
     flake_check_runs: int = 0
     flake_failure_modes: list[list[str]] = Field(default_factory=list)
     signature: list[str] = Field(default_factory=list)
+    duration_sec: float | None = None  # all baseline runs; None in records written before it
 
 
 class SetupInfo(Record):
     attempted: bool = False
     ok: bool | None = None
-    duration_sec: float = 0.0
+    duration_sec: float = 0.0  # the setup phase, snapshot restore included (0.0 before it was set)
     commands: int = 0
     network: bool = False
     diff_stat: str = ""
@@ -109,6 +110,10 @@ class Limits(Record):
     cpu_limit: float
     mem_limit_mb: int
     budgets: dict[str, float | int | None] = Field(default_factory=dict)
+    # The time the agent had, from when it got control to its deadline (setup, baseline and
+    # the harness's preparation not counted). None: the agent never started, or a record
+    # written before agents had a clock of their own (their time began with the attempt).
+    agent_time_limit_sec: float | None = None
 
 
 class ImageInfo(Record):

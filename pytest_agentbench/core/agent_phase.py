@@ -1,0 +1,114 @@
+"""The agent phase: the edit policy and protected paths, the pristine copy scoring starts from,
+the recording toolbox, and the agent's run on its own clock.
+
+The agent's deadline is set when it gets control, `timeout_sec` from then: checkout, setup (or
+its env-cache snapshot), baseline and the harness's own preparation here never count against
+it, so every attempt of a task gives its agent the same time. The record says what it had
+(`limits.agent_time_limit_sec`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+import traceback
+
+from pytest_agentbench.agents.port import Agent, AgentContext, AgentError, AgentOutcome
+from pytest_agentbench.core.attempt import Attempt
+from pytest_agentbench.core.protection import protect
+from pytest_agentbench.core.recording import RecordingToolbox
+from pytest_agentbench.paths.trees import copy_tree
+from pytest_agentbench.sandbox.port import Sandbox, SandboxError
+from pytest_agentbench.schemas.taxonomy import Reason
+from pytest_agentbench.tools.toolbox import Toolbox, ToolEvent, ToolPolicy
+
+
+def run_agent(at: Attempt, sandbox: Sandbox, agent: Agent) -> RecordingToolbox:
+    """Hand the agent its context and tools; whatever it does, an outcome comes back in
+    `at.found.outcome` (an agent's exception becomes AGENT_GAVE_UP, an AgentError its reason);
+    only a sandbox that went away propagates."""
+    spec = at.spec
+    policy = _policy(at, sandbox)
+    at.provision("pristine")
+    copy_tree(at.workspace / "repo", at.workspace / "pristine")  # scoring starts here
+    inner = Toolbox(sandbox, policy, on_event=functools.partial(_tool_event, at))
+    # Its first snapshot is harness work: the agent's clock starts after it.
+    toolbox = at.toolbox = RecordingToolbox(
+        inner, sandbox, at.paths, at.events, at.cfg.redact, deadline=math.inf
+    )
+    output = at.baseline_output
+    assert output is not None  # the baseline ran
+    limit = spec.environment.timeout_sec
+    toolbox.deadline = deadline = time.monotonic() + limit
+    at.found.agent_time_limit_sec = limit
+    ctx = AgentContext(
+        task=spec,
+        task_dir=at.task.task_dir,
+        toolbox=toolbox,
+        events=at.events,
+        failing_output=output.stdout[-20000:] + output.stderr[-4000:],
+        failing_command=spec.validation.failing_command,
+        deadline=deadline,
+        max_steps=spec.agent.max_steps,
+        params=at.cfg.agent_params,
+        artifacts_dir=at.paths.root / "agent",
+    )
+    try:
+        at.found.outcome = agent.run(ctx)
+    except AgentError as exc:  # infrastructure (LLM_ERROR, ...): keep what was spent
+        at.found.outcome = AgentOutcome(
+            "error",
+            exc.reason,
+            exc.sub_reason,
+            str(exc),
+            model=getattr(exc, "model", None),
+            usage=getattr(exc, "usage", None),
+        )
+    except SandboxError:
+        raise
+    except Exception as exc:
+        at.paths.log("agent_error.txt").write_text(at.cfg.redact(traceback.format_exc()), "utf-8")
+        at.found.outcome = AgentOutcome(
+            "error",
+            Reason.AGENT_GAVE_UP,
+            "AGENT_EXCEPTION",
+            f"agent raised {type(exc).__name__}: {exc}",
+        )
+    at.agent_overran = time.monotonic() > deadline
+    at.found.agent = toolbox.stats(at.found.outcome)  # refined with the final diff in scoring
+    return toolbox
+
+
+def _policy(at: Attempt, sandbox: Sandbox) -> ToolPolicy:
+    agent_spec = at.spec.agent
+    readonly_globs, readonly_paths = _protection(at, sandbox)
+    return ToolPolicy(
+        editable_globs=agent_spec.editable_globs,
+        readonly_globs=readonly_globs,
+        readonly_paths=readonly_paths,
+        allow_file_write=agent_spec.allow_file_write,
+        max_changed_files=agent_spec.max_changed_files,
+        max_lines_changed=agent_spec.max_lines_changed,
+        forbidden_commands=list(agent_spec.forbidden_commands),
+        tool_timeout_sec=at.spec.environment.tool_timeout_sec,
+    )
+
+
+def _protection(at: Attempt, sandbox: Sandbox) -> tuple[list[str], frozenset[str]]:
+    """Read-only globs and paths: the task's, plus its test infrastructure unless it opts
+    out (core/protection.py)."""
+    globs, paths = list(at.spec.agent.readonly_globs), frozenset[str]()
+    if at.spec.agent.protect_test_infra:
+        validation = at.spec.validation
+        found = protect([validation.failing_command, validation.passing_command], sandbox.files)
+        globs += [g for g in found.globs if g not in globs]
+        paths = found.paths
+    at.environment["readonly"] = {
+        "globs": globs, "paths": sorted(paths)[:500], "path_count": len(paths)
+    }
+    return globs, paths
+
+
+def _tool_event(at: Attempt, event: ToolEvent) -> None:
+    at.events.emit(event, actor="tool")

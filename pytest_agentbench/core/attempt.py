@@ -1,0 +1,146 @@
+"""What the phases of one attempt share: its task, config, ids, paths, event sink and findings,
+the sandboxes it opened, and the helpers that open a sandbox or run a harness command and record
+it (logs, `command_finished`, the environment report). The phases themselves live in
+before_agent.py, agent_phase.py and score_phase.py; trial.py runs them in order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_agentbench.core import evidence as evidence_mod
+from pytest_agentbench.core.events import EventSink
+from pytest_agentbench.core.phases import PhaseTimer
+from pytest_agentbench.core.recording import RecordingToolbox
+from pytest_agentbench.core.rundir import AttemptPaths
+from pytest_agentbench.core.trial_config import TrialConfig, attempt_id, sandbox_spec
+from pytest_agentbench.core.trial_record import AttemptFindings
+from pytest_agentbench.sandbox.port import ExecResult, Sandbox, SandboxFactory
+from pytest_agentbench.schemas.events import CommandFinished
+from pytest_agentbench.schemas.taxonomy import Reason
+from pytest_agentbench.tasks.loader import LoadedTask
+from pytest_agentbench.text.signatures import sha256
+
+
+class Failure(Exception):
+    """A phase's verdict on the attempt: its one primary reason code."""
+
+    def __init__(self, reason: Reason, summary: str, sub_reason: str | None = None) -> None:
+        super().__init__(summary)
+        self.reason, self.summary, self.sub_reason = reason, summary, sub_reason
+
+
+class Attempt:
+    """The state of one attempt, filled in as its phases run."""
+
+    def __init__(self, task: LoadedTask, cfg: TrialConfig, sandboxes: SandboxFactory) -> None:
+        self.task, self.spec, self.cfg, self.sandboxes = task, task.spec, cfg, sandboxes
+        self.attempt_id = attempt_id(
+            cfg.run_id, self.spec.id, cfg.variant, cfg.attempt_index, cfg.session
+        )
+        self.paths = AttemptPaths(cfg.run_dir, self.spec.id, cfg.attempt_label)
+        self.events = EventSink(
+            cfg.events_path, cfg.run_id, self.spec.id, self.attempt_id, cfg.redact_obj
+        )
+        self.found = AttemptFindings(commit=self.spec.repo.commit)
+        self.environment: dict[str, Any] = {}  # meta/environment.json
+        self.workspace = cfg.work_root / self.attempt_id.replace(":", "_")
+        self.env_dir = self.workspace / "env"
+        self.open_sandboxes: list[Sandbox] = []
+        self.disk_modes: dict[str, str] = {}  # workspace dir -> "filesystem" | "watched" | "none"
+        self.phase = "prepare"
+        self.baseline_output: ExecResult | None = None  # the first baseline run
+        self.baseline_results: evidence_mod.TestEvidence | None = None
+        self.toolbox: RecordingToolbox | None = None
+        self.agent_overran = False
+
+    # -- phases and timing ----------------------------------------------------------------------
+    def phase_timer(self, name: str) -> PhaseTimer:
+        self.phase = name
+        return PhaseTimer(self.events, self.found.timings, name)
+
+    def timed(self, name: str) -> PhaseTimer:
+        return PhaseTimer(self.events, self.found.timings, name, emit=False)
+
+    # -- workspace and sandboxes ----------------------------------------------------------------
+    def provision(self, name: str) -> None:
+        """A workspace directory bounded by the task's disk limit before anything lands in it."""
+        limit = self.spec.environment.disk_limit_mb
+        self.disk_modes[name] = self.sandboxes.provision(self.workspace / name, limit)
+        self.environment["disk_limit"] = {"mb": limit, **self.disk_modes}
+
+    def open_sandbox(self, network: bool, phase: str) -> Sandbox:
+        with self.timed("sandbox_start"):
+            sandbox = self.sandboxes.open(
+                sandbox_spec(self.cfg, self.spec, self.workspace, network, phase)
+            )
+        self.open_sandboxes.append(sandbox)
+        self.environment.setdefault("sandboxes", []).append(
+            {"phase": phase, "network": network, "facts": sandbox.facts()}
+        )
+        return sandbox
+
+    # -- harness commands -----------------------------------------------------------------------
+    def run_command(
+        self,
+        sandbox: Sandbox,
+        phase: str,
+        command: str,
+        timeout: float,
+        log: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> ExecResult:
+        """Run a harness command (setup, capture, baseline, scoring); its output goes to
+        logs/<log or phase>_{stdout,stderr}.txt (redacted) and a `command_finished` event."""
+        result = sandbox.exec(command, timeout_sec=max(1.0, timeout), env=env)
+        name = log or phase
+        for stream in ("stdout", "stderr"):
+            text = getattr(result, f"full_{stream}") or getattr(result, stream)
+            with self.paths.log(f"{name}_{stream}.txt").open("a", encoding="utf-8") as handle:
+                if log is None:
+                    handle.write(self.cfg.redact(f"$ {command}\n"))
+                handle.write(self.cfg.redact(text))
+        self.events.emit(
+            CommandFinished(
+                phase=phase,
+                command=self.cfg.redact(command),
+                exit_code=result.exit_code,
+                duration_ms=result.duration_ms,
+                timed_out=result.timed_out,
+                oom_killed=result.oom_killed,
+                disk_limit_exceeded=result.disk_limit_exceeded,
+                stdout_truncated=result.stdout_truncated,
+                stderr_truncated=result.stderr_truncated,
+                stdout_sha256=sha256(result.stdout),
+            )
+        )
+        return result
+
+    def results_env(self) -> tuple[str, dict[str, str]]:
+        """A results path and the environment that makes pytest write there (none for
+        `results: exit_code`)."""
+        if self.spec.validation.results == "exit_code":
+            return "", {}
+        path = evidence_mod.results_path()
+        return path, evidence_mod.results_env(path)
+
+    def collect_results(
+        self, sandbox: Sandbox, path: str
+    ) -> tuple[evidence_mod.TestEvidence | None, str | None]:
+        """pytest's results read back from `path` (core/evidence.py), or why they could not be."""
+        if not path:
+            return None, None
+        try:
+            return evidence_mod.collect(sandbox, path), None
+        except evidence_mod.EvidenceError as exc:
+            return None, str(exc)
+
+    def over_disk_limit(self, command: str) -> Failure:
+        """A setup or baseline command that filled the workspace: the task's failure."""
+        limit = self.spec.environment.disk_limit_mb
+        return Failure(
+            Reason.SETUP_FAILED,
+            f"{command!r} exceeded the workspace disk limit ({limit} MiB); raise "
+            "environment.disk_limit_mb",
+            "DISK_LIMIT",
+        )

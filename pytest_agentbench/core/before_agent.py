@@ -1,0 +1,170 @@
+"""What runs before the agent: checkout (prepare), setup or its env-cache snapshot, baseline.
+
+None of it is on the agent's clock (agent_phase.py starts it when the agent gets control), so
+an env-cache hit and a miss give the agent the same time. Each part has its own bound instead:
+the checkout git's timeouts and lock waits (repos/), the setup commands `setup_timeout_sec`
+together, each capture command and each baseline run `tool_timeout_sec`, and every sandbox a
+lifetime that covers all of it (trial_config.sandbox_spec). How long setup and baseline took
+is recorded (`setup.duration_sec`, `baseline_validation.duration_sec`, `timings`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from pytest_agentbench.core import baseline as baseline_mod
+from pytest_agentbench.core.attempt import Attempt, Failure
+from pytest_agentbench.core.envcache import cache_key
+from pytest_agentbench.core.gitops import dirty_tracked_files, untracked_files
+from pytest_agentbench.repos import MirrorCache, resolve_source
+from pytest_agentbench.sandbox.port import Sandbox
+from pytest_agentbench.schemas.records import SetupInfo
+from pytest_agentbench.schemas.taxonomy import Reason
+
+
+def prepare(at: Attempt, mirrors: MirrorCache) -> None:
+    """The task's repository checked out into the workspace; the environment report begun."""
+    spec, cfg = at.spec, at.cfg
+    source = resolve_source(spec.repo.url, at.task.task_dir)
+    at.workspace.mkdir(parents=True, exist_ok=True)
+    at.provision("repo")
+    checkout = mirrors.checkout(
+        source, spec.repo.commit, at.workspace / "repo", owner_uid=cfg.owner_uid
+    )
+    at.found.commit = checkout.commit
+    at.env_dir.mkdir(exist_ok=True)
+    if cfg.owner_uid is not None:
+        os.chown(at.env_dir, cfg.owner_uid, cfg.owner_uid)
+    at.environment["harness"] = {
+        "version": cfg.harness_version,
+        "image": cfg.image,
+        "image_id": cfg.image_id,
+        "image_digest": cfg.image_digest,
+        "ca_bundle": str(cfg.ca_bundle) if cfg.ca_bundle else None,
+        "pip_cache": str(cfg.pip_cache) if cfg.pip_cache else None,
+        "network_policy": spec.environment.network_policy,
+    }
+    at.environment["repo"] = {
+        "commit": checkout.commit,
+        "fetched": checkout.fetched,
+        "checkout_sec": round(checkout.seconds, 3),
+    }
+
+
+def setup(at: Attempt) -> Sandbox:
+    """Run the setup commands (or restore their env-cache snapshot) and return the agent's
+    sandbox: never the setup sandbox (writable /env, caches, network)."""
+    spec = at.spec
+    policy = spec.environment.network_policy
+    setup_net, agent_net = policy in ("setup_only", "always"), policy == "always"
+    commands = spec.setup.commands
+    started = time.monotonic()
+    with at.phase_timer("setup"):
+        info = at.found.setup = SetupInfo(attempted=True, commands=len(commands))
+        key = _env_cache_key(at) if commands else None
+        if key and at.cfg.env_cache and at.cfg.env_cache.restore(key, at.env_dir):
+            info.reused_snapshot = True
+            commands, setup_net = [], agent_net
+        info.network = setup_net and bool(commands)
+        phase = "setup" if commands else "agent"
+        sandbox = at.open_sandbox(network=setup_net if commands else agent_net, phase=phase)
+        try:
+            _run_setup_commands(at, sandbox, commands)
+            for command in spec.setup.capture:
+                at.run_command(sandbox, "capture", command, spec.environment.tool_timeout_sec)
+            dirty, stat = dirty_tracked_files(sandbox)
+            info.dirty_files, info.diff_stat = dirty, stat
+            at.paths.log("setup_diff_stat.txt").write_text(stat + "\n", "utf-8")
+            if dirty:
+                info.ok = False
+                raise Failure(
+                    Reason.SETUP_DIRTY_WORKTREE,
+                    f"setup changed tracked files: {', '.join(dirty[:5])}",
+                )
+            info.ok = True
+            if key and commands and at.cfg.env_cache:
+                _save_env_snapshot(at, sandbox, key)
+        finally:
+            info.duration_sec = round(time.monotonic() - started, 3)
+    if commands:
+        sandbox.close()
+        sandbox = at.open_sandbox(network=agent_net, phase="agent")
+    return sandbox
+
+
+def _run_setup_commands(at: Attempt, sandbox: Sandbox, commands: list[str]) -> None:
+    """The setup commands, sharing `setup_timeout_sec` between them."""
+    budget_end = time.monotonic() + at.spec.environment.setup_timeout_sec
+    for command in commands:
+        result = at.run_command(sandbox, "setup", command, budget_end - time.monotonic())
+        if result.disk_limit_exceeded:
+            raise at.over_disk_limit(command)
+        if not result.ok:
+            at.found.setup.ok = False
+            sub = "SETUP_TIMEOUT" if result.timed_out else "SETUP_COMMAND_FAILED"
+            raise Failure(
+                Reason.SETUP_FAILED, f"setup command exited {result.exit_code}: {command}", sub
+            )
+
+
+def _env_cache_key(at: Attempt) -> str:
+    env = at.spec.environment
+    key = cache_key(
+        at.spec.setup.commands,
+        env.network_policy,
+        at.found.commit,
+        env.docker_image or at.cfg.image_id or at.cfg.image,
+    )
+    cache = at.cfg.env_cache
+    at.environment["env_cache"] = {"key": key, "root": str(cache.root) if cache else None}
+    return key
+
+
+def _save_env_snapshot(at: Attempt, sandbox: Sandbox, key: str) -> None:
+    """A snapshot holds /env only: a setup that also left files in the workspace (an
+    in-place build, an egg-info) would be incomplete on reuse, so it is not cached."""
+    leftovers = untracked_files(sandbox)
+    if leftovers:
+        at.environment["env_cache"]["not_saved"] = (
+            f"setup left files in the workspace: {', '.join(leftovers[:5])}"
+        )
+        return
+    assert at.cfg.env_cache is not None
+    at.cfg.env_cache.save(key, at.env_dir)
+
+
+def baseline(at: Attempt, sandbox: Sandbox) -> None:
+    """The failing command before the agent: it must fail as the task says (core/baseline.py),
+    and what pytest reports then is the reference for scoring (core/evidence.py)."""
+    validation = at.spec.validation
+    started = time.monotonic()
+    results = []
+    for i in range(validation.baseline_runs):
+        path, env = at.results_env()
+        results.append(at.run_command(
+            sandbox,
+            "baseline",
+            validation.failing_command,
+            at.spec.environment.tool_timeout_sec,
+            log="failing" if i == 0 else f"failing_run{i + 1}",
+            env=env,
+        ))
+        if i == 0:
+            at.baseline_results, _ = at.collect_results(sandbox, path)
+    seconds = round(time.monotonic() - started, 3)
+    for result in results:
+        if result.disk_limit_exceeded:
+            raise at.over_disk_limit(validation.failing_command)
+    at.baseline_output = results[0]
+    at.found.baseline, verdict = baseline_mod.evaluate(validation, results)
+    at.found.baseline.duration_sec = seconds
+    if verdict.reason is not None:
+        raise Failure(verdict.reason, verdict.summary, verdict.sub_reason)
+    if validation.results == "junit" and at.baseline_results is None:
+        raise Failure(  # else every attempt would fail RESULTS_MISSING, blamed on the agent
+            Reason.SETUP_FAILED,
+            "validation.results is junit, but failing_command left no pytest results "
+            "(does it run pytest, without its own --junitxml or PYTEST_ADDOPTS?)",
+            "RESULTS_MISSING",
+        )

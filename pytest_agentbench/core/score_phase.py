@@ -1,0 +1,97 @@
+"""Scoring: the agent's diff applied to the pre-agent copy of the workspace and the passing
+command run there, in a new sandbox; the verdict from its exit status and pytest's results
+(core/scoring.py, core/evidence.py)."""
+
+from __future__ import annotations
+
+from pytest_agentbench.agents.port import AgentOutcome
+from pytest_agentbench.core import evidence as evidence_mod
+from pytest_agentbench.core.attempt import Attempt, Failure
+from pytest_agentbench.core.gitops import SnapshotError, apply_command
+from pytest_agentbench.core.protection import pytest_config_change
+from pytest_agentbench.core.recording import RecordingToolbox
+from pytest_agentbench.core.scoring import Evidence, verdict
+from pytest_agentbench.paths.host_files import HostFiles
+from pytest_agentbench.sandbox.port import Sandbox
+from pytest_agentbench.schemas.records import Result
+from pytest_agentbench.schemas.taxonomy import Reason
+
+
+def score(at: Attempt, agent_sandbox: Sandbox, toolbox: RecordingToolbox) -> Result:
+    """The diff is the solution: it is applied to the pre-agent copy of the workspace and
+    tested in a new sandbox, so nothing else the agent left behind (processes, /tmp, HOME,
+    files it hid from git) can influence the verdict."""
+    spec = at.spec
+    outcome = at.found.outcome or AgentOutcome("error")
+    if outcome.reason in (Reason.LLM_ERROR, Reason.SANDBOX_ERROR):
+        raise Failure(outcome.reason, outcome.summary or str(outcome.reason), outcome.sub_reason)
+    try:
+        violation = toolbox.final_diff_violation()
+    except SnapshotError as exc:
+        raise Failure(
+            Reason.TOOL_ERROR, f"workspace unreadable: {exc}", "WORKSPACE_UNREADABLE"
+        ) from exc
+    if violation is None and spec.agent.protect_test_infra:
+        pristine = HostFiles(at.workspace / "pristine")
+        violation = pytest_config_change(pristine, agent_sandbox.files, toolbox.changed_files)
+    at.found.agent = toolbox.stats(outcome)
+    agent_sandbox.close()
+    sandbox = at.open_sandbox(network=spec.environment.network_policy == "always", phase="score")
+    if toolbox.final_patch:
+        patch_file = at.workspace / "pristine" / ".git" / "agentbench-final.patch"
+        patch_file.write_text(toolbox.final_patch, "utf-8")
+        applied = sandbox.exec(apply_command(), timeout_sec=spec.environment.tool_timeout_sec)
+        if applied.disk_limit_exceeded:
+            raise Failure(
+                Reason.TESTS_FAILED,
+                "the agent's diff does not fit the workspace disk limit "
+                f"({spec.environment.disk_limit_mb} MiB)",
+                "DISK_LIMIT_EXCEEDED",
+            )
+        if not applied.ok:
+            raise Failure(
+                Reason.TOOL_ERROR,
+                "the agent's diff does not apply to the "
+                f"pre-agent workspace: {applied.stderr.strip()[-200:]}",
+                "DIFF_NOT_APPLICABLE",
+            )
+    return _run_scored(at, sandbox, outcome, violation)
+
+
+def _run_scored(
+    at: Attempt, sandbox: Sandbox, outcome: AgentOutcome, violation: str | None
+) -> Result:
+    """The passing command, its exit status as the sandbox observed it, and pytest's results
+    read back from a file the test run was told to write (core/evidence.py)."""
+    validation = at.spec.validation
+    mode, before = validation.results, at.baseline_results
+    # auto: required when pytest reported before the agent and the passing command runs it
+    wanted = mode == "junit" or (
+        mode == "auto"
+        and before is not None
+        and evidence_mod.runs_pytest(validation.passing_command)
+    )
+    path, env = at.results_env()
+    result = at.run_command(
+        sandbox,
+        "score",
+        validation.passing_command,
+        at.spec.environment.tool_timeout_sec,
+        log="passing",
+        env=env,
+    )
+    results, problem = at.collect_results(sandbox, path)
+    evidence = Evidence(
+        results=results,
+        results_required=wanted,
+        results_problem=problem,
+        expected_tests=tuple(validation.expected_failing_tests or ()) if env else (),
+        baseline_failing=before.failing() if before else (),
+    )
+    at.environment["scoring"] = {
+        "results_mode": mode,
+        "results_required": wanted,
+        "results_found": results is not None,
+        "baseline_results_found": before is not None,
+    }
+    return verdict(result, outcome, violation, at.agent_overran, evidence)
