@@ -24,6 +24,7 @@ from pytest_agentbench.plugin.items import (
     InvalidTaskDir,
     TaskFile,
     TaskIndex,
+    TaskItem,
 )
 from pytest_agentbench.plugin.workers import (
     crash_summary,
@@ -41,7 +42,7 @@ from pytest_agentbench.run.sigterm import (
     sigterm_as_interrupt,
     uninterrupted,
 )
-from pytest_agentbench.run.state import ResumeError, RunState, attempt_key, start_run
+from pytest_agentbench.run.state import ResumeError, RunState, start_run
 from pytest_agentbench.run.writer import AttemptLog
 from pytest_agentbench.sandbox.image import ImageUnavailable, RunnerImage, runner_image
 from pytest_agentbench.tasks.loader import TASK_FILE, LoadedTask
@@ -57,6 +58,8 @@ def run_plugin(config: pytest.Config) -> AgentbenchPlugin | None:
 
 
 class AgentbenchPlugin:
+    """One agentbench run in this pytest process (controller, worker or both in one)."""
+
     def __init__(
         self,
         config: pytest.Config,
@@ -76,7 +79,6 @@ class AgentbenchPlugin:
         self.state: RunState | None = None
         self.log: AttemptLog | None = None  # the controller's, once the run started
         self.finish_errors: list[str] = []  # session-end steps that failed
-        self._by_name = tasks.attempts_by_name(settings.attempts, settings.variant.name)
         self._by_nodeid: dict[str, tuple[LoadedTask, int]] = {}  # the controller's, under xdist
 
     @classmethod
@@ -101,7 +103,7 @@ class AgentbenchPlugin:
             )
             tasks.check()
             return cls(config, settings, tasks, redactor, build_agent)
-        except (VariantError, ResumeError, OutDirError, ValueError) as exc:
+        except (VariantError, OutDirError, ValueError) as exc:
             raise pytest.UsageError(str(exc)) from None
 
     def start(self) -> None:
@@ -163,13 +165,13 @@ class AgentbenchPlugin:
         )
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        keep, drop = [], []
+        keep: list[pytest.Item] = []
+        drop: list[pytest.Item] = []
         done = set(self.state.done) if self.state else set()
         quarantine = self.settings.quarantine
         for item in items:
             marker = item.get_closest_marker("agentbench_quarantine")
-            loaded = getattr(item, "loaded", None)
-            if loaded is not None and attempt_key(loaded.id, item.attempt_index) in done:  # type: ignore[attr-defined]
+            if isinstance(item, TaskItem) and item.attempt_key in done:
                 drop.append(item)
                 continue
             if quarantine == "only" and marker is None:
@@ -196,8 +198,11 @@ class AgentbenchPlugin:
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         """Which attempt each collected item is, for the record of a worker that dies in it."""
+        if self._by_nodeid:
+            return  # every worker collects the same items
+        by_name = self.tasks.attempts_by_name(self.settings.attempts, self.settings.variant.name)
         for nodeid in ids:
-            attempt = self._by_name.get(nodeid.rpartition("::")[2])
+            attempt = by_name.get(nodeid.rpartition("::")[2])
             if attempt is not None:
                 self._by_nodeid[nodeid] = attempt
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from pytest_agentbench.run.state import attempt_key
 from pytest_agentbench.schemas.taxonomy import blame
 from pytest_agentbench.tasks.discovery import discover
 from pytest_agentbench.tasks.loader import TASK_FILE, LoadedTask, TaskProblem
@@ -156,6 +157,10 @@ class TaskItem(pytest.Function):
         reason = spec.quarantine_reason
         if reason:
             self.add_marker(pytest.mark.agentbench_quarantine(reason=reason))
+
+    @property
+    def attempt_key(self) -> str:
+        return attempt_key(self.loaded.id, self.attempt_index)
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"agentbench task {self.name}"
