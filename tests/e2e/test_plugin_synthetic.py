@@ -244,6 +244,19 @@ def test_a_crashed_worker_still_yields_a_record(pytester: pytest.Pytester, pack:
     assert records["good-a"]["pytest_outcome"] == "passed"
 
 
+def test_a_crashed_worker_s_record_names_the_attempt_it_ran(
+    pytester: pytest.Pytester, pack: Pack
+) -> None:
+    """The controller knows each collected item's attempt by its node id (not by its name)."""
+    pack.task("crashy", failing="kill -9 $PPID; sleep 5")
+    run_suite(pytester, "-n", "2", "--agentbench-attempts", "2")
+    run_dir = only_run_dir(pytester)
+    shutil.rmtree(work_root(run_dir.name), True)
+    records = attempts(run_dir)
+    assert sorted(r["attempt_index"] for r in records) == [0, 1]
+    assert {r["result"]["sub_reason"] for r in records} == {"WORKER_CRASH"}
+
+
 # --------------------------------------------------------------------------- attempts
 
 
