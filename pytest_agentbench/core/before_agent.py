@@ -3,9 +3,9 @@
 None of it is on the agent's clock (agent_phase.py starts it when the agent gets control), so
 an env-cache hit and a miss give the agent the same time. Each part has its own bound instead:
 the checkout git's timeouts and lock waits (repos/), the setup commands `setup_timeout_sec`
-together, each capture command and each baseline run `tool_timeout_sec`, and every sandbox a
-lifetime that covers all of it (trial_config.sandbox_spec). How long setup and baseline took
-is recorded (`setup.duration_sec`, `baseline_validation.duration_sec`, `timings`).
+together, each capture command and each baseline run `tool_timeout_sec`; the sandbox's own
+lifetime (trial_config.sandbox_spec) is the backstop. How long setup and baseline took is
+recorded (`setup.duration_sec`, `baseline_validation.duration_sec`, `timings`).
 """
 
 from __future__ import annotations

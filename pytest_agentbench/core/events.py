@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.core.rundir import repair_jsonl
-from pytest_agentbench.schemas.events import EVENT_TYPES, Actor, Envelope, Event, EventBase
+from pytest_agentbench.schemas.events import Actor, Envelope, Event
 
 RedactObj = Callable[[Any], Any]
 
@@ -52,16 +52,14 @@ class EventSink:
 
     def emit(
         self,
-        type_: Event | str,
+        event: Event,
+        /,
         actor: Actor = "harness",
         parent_event_id: str | None = None,
         span_id: str | None = None,
-        **fields: Any,
     ) -> str:
-        """Write an event (`sink.emit(CommandFinished(...))`); returns its event id. The old form,
-        a type name and its fields (`emit("command_finished", phase=...)`), is accepted until
-        its last callers are converted (hence the parameter's old name)."""
-        body: EventBase = EVENT_TYPES[type_](**fields) if isinstance(type_, str) else type_
+        """Write one event (a class of schemas/events.py: `sink.emit(CommandFinished(...))`)
+        with its envelope; returns its event id."""
         with self.lock:
             event_id = uuid.uuid4().hex
             envelope = Envelope(
@@ -76,7 +74,7 @@ class EventSink:
             )
             self.seq += 1
             # the envelope's fields, then `type`, then the payload's: one flat JSON object
-            written = envelope.model_dump(mode="json") | body.model_dump(mode="json")
+            written = envelope.model_dump(mode="json") | event.model_dump(mode="json")
             data = self.redact_obj(written)
             line = json.dumps(data, ensure_ascii=False)
             self.emitted.append(data)

@@ -194,9 +194,6 @@ EVENT_CLASSES: tuple[type[EventBase], ...] = (
     TaskFinished,
     Note,
 )
-EVENT_TYPES: dict[str, type[EventBase]] = {
-    cls.model_fields["type"].default: cls for cls in EVENT_CLASSES
-}
 
 
 def _written(cls: type[EventBase]) -> type[BaseModel]:
