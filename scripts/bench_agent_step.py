@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 from pytest_agentbench.agents.variants import Variant, agent_builder  # noqa: E402
 from pytest_agentbench.core.trial import Trial, TrialConfig  # noqa: E402
-from pytest_agentbench.repos import MirrorCache  # noqa: E402
+from pytest_agentbench.repos.mirror import MirrorCache  # noqa: E402
 from pytest_agentbench.run.hostenv import trial_defaults  # noqa: E402
 from pytest_agentbench.sandbox.docker import DockerSandboxFactory  # noqa: E402
 from pytest_agentbench.sandbox.image import ensure_image  # noqa: E402

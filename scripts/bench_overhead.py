@@ -28,7 +28,8 @@ import docker
 
 from pytest_agentbench.agents.builtin import OracleAgent
 from pytest_agentbench.core.trial import Trial, TrialConfig
-from pytest_agentbench.repos import MirrorCache, resolve_source
+from pytest_agentbench.repos.mirror import MirrorCache
+from pytest_agentbench.repos.sources import resolve_source
 from pytest_agentbench.sandbox.docker import DockerSandboxFactory
 from pytest_agentbench.sandbox.image import ensure_image
 from pytest_agentbench.sandbox.port import SandboxSpec

@@ -185,7 +185,11 @@ def main() -> None:
         return
     if args.pulled:
         loaded = pulled(args.pulled)
-        print(f"importing {args.pulled} loads {len(loaded)} of {len(edges)} package modules")
+        modules = package_modules()
+        lines = sum(len(modules[m].read_text().splitlines()) for m in loaded if m in modules)
+        total = sum(len(p.read_text().splitlines()) for p in modules.values())
+        print(f"importing {args.pulled} loads {len(loaded)} of {len(edges)} package modules,"
+              f" {lines} of {total} lines")
         for name in loaded:
             print("  " + name)
         return

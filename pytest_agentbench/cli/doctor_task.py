@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from pytest_agentbench.repos import MirrorCache
+from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.run.factory import SharedAttemptConfig
 from pytest_agentbench.run.validation import validate_task
 from pytest_agentbench.sandbox.port import SandboxFactory

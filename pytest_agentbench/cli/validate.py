@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pytest_agentbench.repos import MirrorCache
+    from pytest_agentbench.repos.mirror import MirrorCache
     from pytest_agentbench.run.factory import SharedAttemptConfig
     from pytest_agentbench.sandbox.port import SandboxFactory
 
@@ -54,7 +54,7 @@ def validate_tasks(args: argparse.Namespace) -> int:
 
 def _throwaway_run(root: Path) -> tuple[SharedAttemptConfig, SandboxFactory, MirrorCache]:
     """Docker sandboxes with the current runner image, attempts under `root`."""
-    from pytest_agentbench.repos import MirrorCache
+    from pytest_agentbench.repos.mirror import MirrorCache
     from pytest_agentbench.run.factory import SharedAttemptConfig, sandbox_factory
     from pytest_agentbench.run.hostenv import trial_defaults
     from pytest_agentbench.sandbox.image import ensure_image

@@ -6,7 +6,7 @@ before_agent.py, agent_phase.py and score_phase.py; trial.py runs them in order.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.core import evidence as evidence_mod
 from pytest_agentbench.core.events import EventSink
@@ -18,8 +18,10 @@ from pytest_agentbench.core.trial_record import AttemptFindings
 from pytest_agentbench.sandbox.port import ExecResult, Sandbox, SandboxFactory
 from pytest_agentbench.schemas.events import CommandFinished
 from pytest_agentbench.schemas.taxonomy import Reason
-from pytest_agentbench.tasks.loader import LoadedTask
 from pytest_agentbench.text.signatures import sha256
+
+if TYPE_CHECKING:
+    from pytest_agentbench.tasks.loader import LoadedTask
 
 
 class Failure(Exception):

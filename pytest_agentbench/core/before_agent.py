@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import os
 import time
+from typing import TYPE_CHECKING
 
 from pytest_agentbench.core import baseline as baseline_mod
 from pytest_agentbench.core.attempt import Attempt, Failure
 from pytest_agentbench.core.envcache import cache_key
 from pytest_agentbench.core.gitops import dirty_tracked_files, untracked_files
-from pytest_agentbench.repos import MirrorCache, resolve_source
+from pytest_agentbench.repos.sources import resolve_source
 from pytest_agentbench.sandbox.port import Sandbox
 from pytest_agentbench.schemas.records import SetupInfo
 from pytest_agentbench.schemas.taxonomy import Reason
+
+if TYPE_CHECKING:
+    from pytest_agentbench.repos.mirror import MirrorCache
 
 
 def prepare(at: Attempt, mirrors: MirrorCache) -> None:

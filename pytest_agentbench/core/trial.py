@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import time
 import traceback
+from typing import TYPE_CHECKING
 
 from pytest_agentbench.agents.port import Agent
 from pytest_agentbench.core import agent_phase, before_agent, score_phase
@@ -22,12 +23,15 @@ from pytest_agentbench.core.scoring import sandbox_exit
 from pytest_agentbench.core.trial_config import TrialConfig, attempt_id
 from pytest_agentbench.core.trial_record import build_record
 from pytest_agentbench.paths.trees import remove_tree
-from pytest_agentbench.repos import MirrorCache, RepoError
+from pytest_agentbench.repos.gitcmd import RepoError
 from pytest_agentbench.sandbox.port import SandboxError, SandboxExited, SandboxFactory
 from pytest_agentbench.schemas.events import TaskFinished, TaskStarted
 from pytest_agentbench.schemas.records import AttemptRecord, Result
 from pytest_agentbench.schemas.taxonomy import Reason
-from pytest_agentbench.tasks.loader import LoadedTask
+
+if TYPE_CHECKING:
+    from pytest_agentbench.repos.mirror import MirrorCache
+    from pytest_agentbench.tasks.loader import LoadedTask
 
 
 class Trial:

@@ -1,10 +1,7 @@
-"""Repository manager: bare mirror cache and self-contained per-attempt checkouts.
+"""Repository manager: the bare mirror cache (mirror.py: `MirrorCache`, `Checkout`), per-commit
+packs cut from it, self-contained per-attempt checkouts (workspace.py), source URLs and their
+checks (sources.py), and the git CLI runner with its one-line errors (gitcmd.py: `RepoError`).
 
-Uses the git CLI only; imports neither pytest nor docker.
+Uses the git CLI only. May import: paths, schemas. Import the module you need; this package
+file imports nothing, so importing one part does not load the others.
 """
-
-from pytest_agentbench.repos.gitcmd import RepoError
-from pytest_agentbench.repos.mirror import Checkout, MirrorCache
-from pytest_agentbench.repos.sources import resolve_source
-
-__all__ = ["Checkout", "MirrorCache", "RepoError", "resolve_source"]

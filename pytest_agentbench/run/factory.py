@@ -31,7 +31,7 @@ from pytest_agentbench.agents.port import Agent
 from pytest_agentbench.core.envcache import EnvCache
 from pytest_agentbench.core.trial import Trial
 from pytest_agentbench.core.trial_config import TrialConfig
-from pytest_agentbench.repos import MirrorCache
+from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.sandbox.port import SandboxFactory
 from pytest_agentbench.tasks.loader import LoadedTask
 from pytest_agentbench.text.redaction import Redactor

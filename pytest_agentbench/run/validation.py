@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pytest_agentbench.agents.builtin import NopAgent, OracleAgent
-from pytest_agentbench.repos import MirrorCache
+from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.run.factory import AttemptFactory, SharedAttemptConfig
 from pytest_agentbench.sandbox.port import SandboxFactory
 from pytest_agentbench.schemas.taxonomy import Reason, blame

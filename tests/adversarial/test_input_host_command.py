@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_agentbench.repos import MirrorCache, RepoError, resolve_source
-from pytest_agentbench.repos.gitcmd import GitFailed, run_git
+from pytest_agentbench.repos.gitcmd import GitFailed, RepoError, run_git
+from pytest_agentbench.repos.mirror import MirrorCache
+from pytest_agentbench.repos.sources import resolve_source
 from pytest_agentbench.tasks.discovery import discover
 from tests.support.tiny_pack import SUITE, Pack
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.agents.builtin import NopAgent
-from pytest_agentbench.repos import MirrorCache
+from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.run.factory import (
     AttemptFactory,
     SharedAttemptConfig,

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.repos import Checkout, MirrorCache, RepoError, resolve_source
-from pytest_agentbench.repos.sources import mirror_key, normalize_url
+from pytest_agentbench.repos.gitcmd import RepoError
+from pytest_agentbench.repos.mirror import Checkout, MirrorCache
+from pytest_agentbench.repos.sources import mirror_key, normalize_url, resolve_source
 
 AUTHOR_ENV = {
     "GIT_AUTHOR_NAME": "t",
