@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pytest_agentbench.agents.variants import Variant, agent_builder  # noqa: E402
-from pytest_agentbench.core.trial import Trial, TrialConfig  # noqa: E402
+from pytest_agentbench.core.trial import Trial  # noqa: E402
+from pytest_agentbench.core.trial_config import TrialConfig  # noqa: E402
 from pytest_agentbench.repos.mirror import MirrorCache  # noqa: E402
 from pytest_agentbench.run.hostenv import trial_defaults  # noqa: E402
 from pytest_agentbench.sandbox.docker import DockerSandboxFactory  # noqa: E402

@@ -27,7 +27,8 @@ from pathlib import Path
 import docker
 
 from pytest_agentbench.agents.builtin import OracleAgent
-from pytest_agentbench.core.trial import Trial, TrialConfig
+from pytest_agentbench.core.trial import Trial
+from pytest_agentbench.core.trial_config import TrialConfig
 from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.repos.sources import resolve_source
 from pytest_agentbench.sandbox.docker import DockerSandboxFactory

@@ -27,7 +27,6 @@ import hashlib
 import json
 import re
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
@@ -42,7 +41,14 @@ from pytest_agentbench.llm import (
     ModelConfigError,
     ToolCall,
 )
-from pytest_agentbench.schemas.events import AgentTurn, LLMRequest, LLMResponse, LLMRetry, Note
+from pytest_agentbench.schemas.events import (
+    AgentTurn,
+    LLMRequest,
+    LLMResponse,
+    LLMRetry,
+    Note,
+    utc_now,
+)
 from pytest_agentbench.schemas.records import ModelInfo, Usage
 from pytest_agentbench.schemas.taxonomy import Reason
 from pytest_agentbench.text.redaction import Redactor
@@ -376,8 +382,3 @@ class _Run:
 
 def _norm(command: str) -> str:
     return _SPACES.sub(" ", command).strip()
-
-
-def utc_now() -> str:
-    """The conversation's timestamps, as the event log writes them."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -12,18 +12,13 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.core.rundir import repair_jsonl
-from pytest_agentbench.schemas.events import Actor, Envelope, Event
+from pytest_agentbench.schemas.events import Actor, Envelope, Event, utc_now
 
 RedactObj = Callable[[Any], Any]
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class EventSink:

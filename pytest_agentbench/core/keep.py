@@ -17,7 +17,7 @@ moved:
   directory of the copy is a git directory (git's discovery tries each directory itself as a bare
   repository: HEAD, objects/ and refs/ are enough);
 - nothing is followed: every directory is opened with O_NOFOLLOW relative to its parent's
-  descriptor, every file after an O_PATH type check (paths/host_files.py);
+  descriptor, every file after an O_PATH type check (paths/regular_files.py, paths/walk.py);
 - the copy is bounded in bytes, entries, depth and time, and `keep_workspace` never raises: what
   went wrong is a note in the KeepReport (the attempt's record must not be lost to a kept repo).
 

@@ -15,12 +15,12 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_agentbench.agents.port import AgentOutcome
-from pytest_agentbench.core.events import EventSink, utc_now
+from pytest_agentbench.core.events import EventSink
 from pytest_agentbench.core.gitops import SnapshotError, Snapshotter
 from pytest_agentbench.core.rundir import AttemptPaths
 from pytest_agentbench.paths.globs import matches_any
 from pytest_agentbench.sandbox.port import Sandbox, SandboxError
-from pytest_agentbench.schemas.events import Note, PatchApplied
+from pytest_agentbench.schemas.events import Note, PatchApplied, utc_now
 from pytest_agentbench.schemas.records import AgentStats
 from pytest_agentbench.tools.toolbox import Toolbox, ToolResult
 

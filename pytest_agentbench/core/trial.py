@@ -16,16 +16,15 @@ from typing import TYPE_CHECKING
 from pytest_agentbench.agents.port import Agent
 from pytest_agentbench.core import agent_phase, before_agent, score_phase
 from pytest_agentbench.core.attempt import Attempt, Failure
-from pytest_agentbench.core.events import utc_now
 from pytest_agentbench.core.keep import keep_workspace
 from pytest_agentbench.core.rundir import write_json
 from pytest_agentbench.core.scoring import sandbox_exit
-from pytest_agentbench.core.trial_config import TrialConfig, attempt_id
+from pytest_agentbench.core.trial_config import TrialConfig
 from pytest_agentbench.core.trial_record import build_record
 from pytest_agentbench.paths.trees import remove_tree
 from pytest_agentbench.repos.gitcmd import RepoError
 from pytest_agentbench.sandbox.port import SandboxError, SandboxExited, SandboxFactory
-from pytest_agentbench.schemas.events import TaskFinished, TaskStarted
+from pytest_agentbench.schemas.events import TaskFinished, TaskStarted, utc_now
 from pytest_agentbench.schemas.records import AttemptRecord, Result
 from pytest_agentbench.schemas.taxonomy import Reason
 
@@ -152,4 +151,4 @@ class Trial:
             at.environment["workspace_cleanup"] = problems[:50]
 
 
-__all__ = ["Trial", "TrialConfig", "attempt_id"]
+__all__ = ["Trial"]

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pytest_agentbench.agents.port import AgentOutcome
-from pytest_agentbench.core.events import utc_now
 from pytest_agentbench.core.trial_config import TrialConfig, attempt_id
+from pytest_agentbench.schemas.events import utc_now
 from pytest_agentbench.schemas.records import (
     AgentStats,
     AttemptRecord,

@@ -11,9 +11,15 @@ from __future__ import annotations
 
 import functools
 import operator
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
+
+
+def utc_now() -> str:
+    """The time format of every envelope and record timestamp: UTC, milliseconds, a Z."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 EVENT_VERSION: Literal[1] = 1
 Actor = Literal["harness", "agent", "tool", "sandbox", "llm"]

@@ -19,7 +19,8 @@ import yaml
 
 from pytest_agentbench.agents.port import AgentContext, AgentOutcome
 from pytest_agentbench.core.envcache import EnvCache
-from pytest_agentbench.core.trial import Trial, TrialConfig
+from pytest_agentbench.core.trial import Trial
+from pytest_agentbench.core.trial_config import TrialConfig
 from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.sandbox.local import LocalSandboxFactory
 from pytest_agentbench.tasks.loader import load_task

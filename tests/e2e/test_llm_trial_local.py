@@ -24,7 +24,8 @@ def test_solves_a_custom_dev_task_through_the_trial_and_replay_reproduces_it(
 ) -> None:
     from pytest_agentbench.cli.replay import run_replay
     from pytest_agentbench.core.rundir import append_jsonl
-    from pytest_agentbench.core.trial import Trial, TrialConfig
+    from pytest_agentbench.core.trial import Trial
+    from pytest_agentbench.core.trial_config import TrialConfig
     from pytest_agentbench.repos.mirror import MirrorCache
     from pytest_agentbench.sandbox.local import LocalSandboxFactory
     from pytest_agentbench.tasks.loader import load_task
