@@ -30,9 +30,12 @@ def pytest_configure(config: pytest.Config) -> None:
     suites = config.getoption("agentbench_suite") or []
     if not suites and not config.getoption("agentbench_resume"):
         return
-    from pytest_agentbench.plugin import fixtures, hooks
+    # whole-path imports: a module pytester's in-process runs dropped from sys.modules is loaded
+    # afresh, never taken from a stale attribute of the package
+    import pytest_agentbench.plugin.fixtures as fixtures
+    from pytest_agentbench.plugin.hooks import PLUGIN_NAME, AgentbenchPlugin
 
-    plugin = hooks.AgentbenchPlugin.from_config(config, suites)
-    config.pluginmanager.register(plugin, hooks.PLUGIN_NAME)
+    plugin = AgentbenchPlugin.from_config(config, suites)
+    config.pluginmanager.register(plugin, PLUGIN_NAME)
     config.pluginmanager.register(fixtures, "agentbench-fixtures")
     plugin.start()
