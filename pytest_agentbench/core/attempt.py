@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pytest_agentbench.core import evidence as evidence_mod
+import pytest_agentbench.core.evidence as evidence_mod
 from pytest_agentbench.core.events import EventSink
 from pytest_agentbench.core.phases import PhaseTimer
 from pytest_agentbench.core.recording import RecordingToolbox

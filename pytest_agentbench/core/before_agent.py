@@ -14,7 +14,7 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-from pytest_agentbench.core import baseline as baseline_mod
+import pytest_agentbench.core.baseline as baseline_mod
 from pytest_agentbench.core.attempt import Attempt, Failure
 from pytest_agentbench.core.envcache import cache_key
 from pytest_agentbench.core.gitops import dirty_tracked_files, untracked_files

@@ -36,7 +36,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from pytest_agentbench.core import git_scripts as sh
+import pytest_agentbench.core.git_scripts as sh
 from pytest_agentbench.core.gitignore_rules import base_excludes
 from pytest_agentbench.sandbox.port import ExecResult, Sandbox, SandboxError
 

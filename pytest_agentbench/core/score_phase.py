@@ -4,8 +4,8 @@ command run there, in a new sandbox; the verdict from its exit status and pytest
 
 from __future__ import annotations
 
+import pytest_agentbench.core.evidence as evidence_mod
 from pytest_agentbench.agents.port import AgentOutcome
-from pytest_agentbench.core import evidence as evidence_mod
 from pytest_agentbench.core.attempt import Attempt, Failure
 from pytest_agentbench.core.gitops import SnapshotError, apply_command
 from pytest_agentbench.core.protection import pytest_config_change

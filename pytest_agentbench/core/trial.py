@@ -13,8 +13,10 @@ import time
 import traceback
 from typing import TYPE_CHECKING
 
+import pytest_agentbench.core.agent_phase as agent_phase
+import pytest_agentbench.core.before_agent as before_agent
+import pytest_agentbench.core.score_phase as score_phase
 from pytest_agentbench.agents.port import Agent
-from pytest_agentbench.core import agent_phase, before_agent, score_phase
 from pytest_agentbench.core.attempt import Attempt, Failure
 from pytest_agentbench.core.keep import keep_workspace
 from pytest_agentbench.core.rundir import write_json

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_agentbench.plugin import hookspecs
+import pytest_agentbench.plugin.hookspecs as hookspecs
 from pytest_agentbench.plugin.options import add_options
 
 

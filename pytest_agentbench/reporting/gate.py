@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_agentbench.reporting import stats
+import pytest_agentbench.reporting.stats as stats
 from pytest_agentbench.reporting.load import ReportError, Run
 from pytest_agentbench.reporting.paired import Missing, PairedReport, compare
 

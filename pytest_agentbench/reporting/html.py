@@ -40,7 +40,7 @@ _EVENT_DETAIL = ("phase", "tool", "step", "ok", "exit_code", "error_type", "dura
 
 def write_html(run_dir: str | Path, out: str | Path | None = None,
                redactor: Redactor | None = None) -> Path:
-    from pytest_agentbench.reporting import load
+    import pytest_agentbench.reporting.load as load
 
     if (Path(run_dir) / load.ATTEMPTS_FILE).exists():
         run = load_run(run_dir)

@@ -24,7 +24,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from pytest_agentbench.reporting import stats
+import pytest_agentbench.reporting.stats as stats
 from pytest_agentbench.reporting.load import LIMIT_COLUMNS, ReportError, Run
 
 SCHEMA_VERSION = 1

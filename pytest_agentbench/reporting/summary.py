@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from pytest_agentbench.reporting import stats
+import pytest_agentbench.reporting.stats as stats
 from pytest_agentbench.reporting.load import Run, load_run
 
 if TYPE_CHECKING:
@@ -325,7 +325,7 @@ def write_summary(run_dir: str | Path, infra_as_failure: bool = False,
     A run that recorded no attempt at all (no attempts.jsonl) still gets a summary saying so.
     The text passes through `redactor` (default: the credential patterns of a plain Redactor).
     """
-    from pytest_agentbench.reporting import load
+    import pytest_agentbench.reporting.load as load
     from pytest_agentbench.reporting.render import summary_markdown
     from pytest_agentbench.text.redaction import Redactor
 

@@ -23,7 +23,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_agentbench.repos import snapshots, workspace
+import pytest_agentbench.repos.snapshots as snapshots
+import pytest_agentbench.repos.workspace as workspace
 from pytest_agentbench.repos.gitcmd import GitFailed, RepoError, redact, run_git
 from pytest_agentbench.repos.locks import file_lock
 from pytest_agentbench.repos.sources import check_git_source, mirror_key

@@ -30,7 +30,7 @@ def end_run(
     """The controller's end of a run, as independent steps (`first` before the others): one
     that fails costs none of the others. Returns one line per failed step, also kept in
     `report_error.txt`."""
-    from pytest_agentbench import reporting
+    import pytest_agentbench.reporting as reporting
 
     run_ending()
     gc_hint = "; containers of this run may remain: `agentbench gc` once the engine answers"

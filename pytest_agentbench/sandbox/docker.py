@@ -19,9 +19,9 @@ from typing import Any
 import docker
 from docker.errors import APIError, ImageNotFound
 
+import pytest_agentbench.sandbox.disk as disk
+import pytest_agentbench.sandbox.docker_policy as policy
 from pytest_agentbench.paths.trees import chown_tree
-from pytest_agentbench.sandbox import disk
-from pytest_agentbench.sandbox import docker_policy as policy
 from pytest_agentbench.sandbox.docker_containers import (
     DockerErrors,
     docker_host,

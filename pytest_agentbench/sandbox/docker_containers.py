@@ -18,7 +18,7 @@ import docker
 import requests
 from docker.errors import DockerException, NotFound
 
-from pytest_agentbench.sandbox import disk
+import pytest_agentbench.sandbox.disk as disk
 from pytest_agentbench.sandbox.port import SandboxError
 
 DockerErrors = (DockerException, requests.RequestException, OSError)

@@ -22,10 +22,10 @@ from typing import Any, Protocol
 
 import docker
 
+import pytest_agentbench.sandbox.disk as disk
+import pytest_agentbench.sandbox.docker_policy as policy
 from pytest_agentbench.paths.files import Files
 from pytest_agentbench.paths.host_files import HostFiles
-from pytest_agentbench.sandbox import disk
-from pytest_agentbench.sandbox import docker_policy as policy
 from pytest_agentbench.sandbox.capture import (
     CAPTURE_CAP,
     FACTS_SCRIPT,

@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import pytest_agentbench.tools.read_only as tool_fs
+import pytest_agentbench.tools.search as tool_search
 from pytest_agentbench.paths.deadline import host_deadline
 from pytest_agentbench.paths.files import PathEscape
 from pytest_agentbench.paths.globs import GlobError
@@ -22,8 +24,6 @@ from pytest_agentbench.sandbox.port import Sandbox, SandboxError
 from pytest_agentbench.schemas.events import EditRefused as EditRefusedEvent
 from pytest_agentbench.schemas.events import ToolCallFinished, ToolCallStarted
 from pytest_agentbench.text.truncation import truncate
-from pytest_agentbench.tools import read_only as tool_fs
-from pytest_agentbench.tools import search as tool_search
 from pytest_agentbench.tools.edit_rules import (
     EditRefused,
     WriteDisabled,
