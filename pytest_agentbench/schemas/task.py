@@ -194,7 +194,13 @@ class EnvironmentSpec(Strict):
         description="size limit of the workspace (the repository, .git included), in MiB, "
         "enforced by the sandbox",
     )
-    timeout_sec: Float = Field(default=900, gt=0, le=DAY_SEC, description="whole-task budget")
+    timeout_sec: Float = Field(
+        default=900,
+        gt=0,
+        le=DAY_SEC,
+        description="the agent's own time, counted from when it gets control "
+        "(checkout, setup and baseline do not count against it)",
+    )
     tool_timeout_sec: Float = Field(
         default=120, gt=0, le=DAY_SEC, description="per tool/command budget"
     )

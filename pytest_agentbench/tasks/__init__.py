@@ -1,5 +1,5 @@
 """Taskpacks on disk: finding `taskpacks/<suite>/<task>/task.yaml`, loading it into a TaskSpec,
 and one clear line per problem when it is wrong.
 
-May import: schemas, repos (URL checks), paths, text.
+May import: schemas, and the ground floor (paths, text, version).
 """
