@@ -71,9 +71,13 @@ def sandbox_spec(
         cpu_limit=env.cpu_limit,
         mem_limit_mb=env.mem_limit_mb,
         pids_limit=env.pids_limit,
+        # every phase one sandbox may see before the agent's own clock starts (setup, each
+        # capture command, each baseline run, the results read), then the agent's time, then
+        # slack for the pristine copy, protection scan and first snapshot: the dead-man's
+        # switch must never be what ends an agent that still has time
         lifetime_sec=env.timeout_sec
         + env.setup_timeout_sec
-        + (spec.validation.baseline_runs + 1) * env.tool_timeout_sec
+        + (len(spec.setup.capture) + spec.validation.baseline_runs + 1) * env.tool_timeout_sec
         + 300,
         labels={
             "agentbench.run_id": cfg.run_id,

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.agents.builtin import NopAgent
+from pytest_agentbench.core.trial_config import sandbox_spec
 from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.run.factory import (
     AttemptFactory,
@@ -107,3 +108,19 @@ def test_oracle_must_pass_and_nop_must_fail_with_tests_failed(
         oracle: dict[str, Any], nop: dict[str, Any], ok: bool, detail: str) -> None:
     assert judge(oracle, nop) == (ok, detail)
 
+
+
+def test_sandbox_lifetime_outlasts_every_phase_before_and_after_the_agents_clock(
+    tmp_path: Path, task: LoadedTask
+) -> None:
+    """The agent's clock starts when it gets control; the sandbox it works in may already have
+    served setup, every capture command and every baseline run. Its dead-man's switch must
+    outlast all of them plus the agent's whole time, or an agent with time left is killed."""
+    env, validation = task.spec.environment, task.spec.validation
+    captures = task.spec.setup.model_copy(update={"capture": [f"cat log{i}" for i in range(10)]})
+    spec = task.spec.model_copy(update={"setup": captures})
+    cfg = factory(shared(tmp_path)).config(task)
+    lifetime = sandbox_spec(cfg, spec, tmp_path, False, "agent").lifetime_sec
+    runs = 10 + validation.baseline_runs + 1  # captures, baseline runs, the results read
+    before_agent = env.setup_timeout_sec + runs * env.tool_timeout_sec
+    assert lifetime > before_agent + env.timeout_sec
