@@ -97,7 +97,7 @@ def build_settings(
         taskpacks=taskpacks,
         variant=variant,
         attempts=attempts,
-        quarantine=option("quarantine") or ini("quarantine") or "run",
+        quarantine=_quarantine(option("quarantine"), ini("quarantine")),
         out=out.resolve(),
         out_label=out_label,
         resume=Path(resume) if resume else None,
@@ -148,6 +148,16 @@ def _attempts(given: Any, from_ini: Any) -> int:
     if attempts < 1:
         raise ValueError("--agentbench-attempts: expected a positive integer")
     return attempts
+
+
+def _quarantine(given: Any, from_ini: Any) -> str:
+    """The quarantine mode. The command line's choices are checked by argparse; the ini value
+    is checked here, so that a typo does not silently run quarantined tasks as `run` would."""
+    mode = given or from_ini or "run"
+    if mode not in QUARANTINE_MODES:
+        where = "--agentbench-quarantine" if given else "agentbench_quarantine (ini)"
+        raise ValueError(f"{where}: expected one of {', '.join(QUARANTINE_MODES)}, got {mode!r}")
+    return str(mode)
 
 
 def _llm_options(option: Lookup) -> dict[str, Any]:

@@ -51,6 +51,17 @@ def test_attempts_must_be_a_positive_integer(tmp_path: Path, attempts: str) -> N
         settings(tmp_path, ini={"attempts": attempts})
 
 
+def test_a_quarantine_mode_outside_run_skip_only_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(
+        ValueError, match=r"^agentbench_quarantine \(ini\): expected one of run, skip, only, "
+        r"got 'sikp'$"
+    ):
+        settings(tmp_path, ini={"quarantine": "sikp"})
+    with pytest.raises(ValueError, match=r"^--agentbench-quarantine: expected one of run, skip"):
+        settings(tmp_path, {"quarantine": "all"}, {"quarantine": "skip"})
+    assert settings(tmp_path, {"quarantine": "only"}, {"quarantine": "sikp"}).quarantine == "only"
+
+
 def test_a_loopback_base_url_means_the_local_preset(tmp_path: Path) -> None:
     s = settings(tmp_path, {"base_url": "http://127.0.0.1:8000/v1", "temperature": 0.0})
     assert s.llm == {"base_url": "http://127.0.0.1:8000/v1", "temperature": 0.0, "preset": "local"}
