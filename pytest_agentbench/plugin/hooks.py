@@ -249,6 +249,11 @@ class AgentbenchPlugin:
                     worker=crashed_worker(report),
                     summary=crash_summary(report),
                 ).to_json_dict()
+            else:  # not an attempt xdist told us of: say so rather than lose it silently
+                self.state.notes.append(
+                    f"a worker crashed in {report.nodeid}, which is no collected attempt: "
+                    "no record written"
+                )
         if record is not None:
             self.log.write(record)
 

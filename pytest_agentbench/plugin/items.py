@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.run.state import attempt_key
+from pytest_agentbench.schemas.records import attempt_key
 from pytest_agentbench.schemas.taxonomy import blame
 from pytest_agentbench.tasks.discovery import discover
 from pytest_agentbench.tasks.loader import TASK_FILE, LoadedTask, TaskProblem

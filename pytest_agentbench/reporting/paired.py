@@ -26,6 +26,7 @@ import pandas as pd
 
 import pytest_agentbench.reporting.stats as stats
 from pytest_agentbench.reporting.load import LIMIT_COLUMNS, ReportError, Run
+from pytest_agentbench.schemas.records import attempt_key
 
 SCHEMA_VERSION = 1
 CHECKED_FIELDS = ("task_commit", "image", "limits", "harness_version")
@@ -162,7 +163,7 @@ def pair_runs(
                             indicator=True)
     unpaired = merged[merged["_merge"] != "both"]
     if len(unpaired) and missing == "fail":
-        items = [f"{t}#{i} (only in {'A' if m == 'left_only' else 'B'})" for t, i, m in
+        items = [f"{attempt_key(t, i)} (only in {'A' if m == 'left_only' else 'B'})" for t, i, m in
                  zip(unpaired["task_id"], unpaired["attempt_index"], unpaired["_merge"],
                      strict=True)]
         problems.append(f"attempts: {len(items)} attempt(s) without a partner: {_listing(items)}")

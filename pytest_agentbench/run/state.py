@@ -20,16 +20,12 @@ from typing import Any
 from pytest_agentbench import __version__
 from pytest_agentbench.core.rundir import read_jsonl, repair_jsonl, write_json
 from pytest_agentbench.run.settings import OutDirError, RunSettings
+from pytest_agentbench.schemas.records import attempt_key
 from pytest_agentbench.version import harness_version
 
 
 class ResumeError(Exception):
     pass
-
-
-def attempt_key(task_id: str, attempt_index: int) -> str:
-    """The one name of an attempt within a run: `<task_id>#<attempt_index>`."""
-    return f"{task_id}#{attempt_index}"
 
 
 @dataclass

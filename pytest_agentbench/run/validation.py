@@ -55,7 +55,9 @@ def validate_task(
     records: dict[str, dict[str, Any]] = {}
     for agent in (OracleAgent, NopAgent):
         per_agent = replace(shared, run_id=f"{shared.run_id}-{agent.name}", variant=agent.name)
-        records[agent.name] = AttemptFactory(per_agent, sandboxes, mirrors, agent).run(task)
+        records[agent.name] = AttemptFactory(per_agent, sandboxes, mirrors, agent).run(
+            task, keep_workspace=False  # a check's workspaces are nobody's to look at
+        )
     ok, detail = judge(records["oracle"], records["nop"])
     return TaskValidation(ok, detail, records["oracle"], records["nop"])
 

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_agentbench.core.rundir import append_jsonl, read_jsonl, repair_jsonl
-from pytest_agentbench.run.state import RunState, attempt_key
+from pytest_agentbench.run.state import RunState
+from pytest_agentbench.schemas.records import attempt_key
 
 RedactRecord = Callable[[dict[str, Any]], dict[str, Any]]
 

@@ -16,6 +16,11 @@ RECORD_VERSION: Literal[1] = 1
 PytestOutcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed"]
 
 
+def attempt_key(task_id: str, attempt_index: int) -> str:
+    """The one name of an attempt within a run: `<task_id>#<attempt_index>`."""
+    return f"{task_id}#{attempt_index}"
+
+
 class Record(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
