@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import pytest_agentbench.tools.read_only as tool_fs
+import pytest_agentbench.tools.read_only as read_only
 import pytest_agentbench.tools.search as tool_search
 from pytest_agentbench.paths.deadline import host_deadline
 from pytest_agentbench.paths.files import PathEscape
@@ -166,12 +166,12 @@ class Toolbox:
 
     # -- read-only tools ----------------------------------------------------------------------
     def _list_files(self, root: str = ".", glob: str | None = None) -> ToolResult:
-        return tool_fs.list_files(self.files, self.policy, root, glob)
+        return read_only.list_files(self.files, self.policy, root, glob)
 
     def _read_file(
         self, path: str, start_line: int | None = None, end_line: int | None = None
     ) -> ToolResult:
-        return tool_fs.read_file(self.files, self.policy, path, start_line, end_line)
+        return read_only.read_file(self.files, self.policy, path, start_line, end_line)
 
     def _search(
         self, query: str, glob: str | None = None, max_results: int = 50, regex: bool = False
@@ -275,7 +275,7 @@ class Toolbox:
         if not self.files.exists(path):
             raise FileNotFoundError(f"no such file: {path}")
         try:
-            old = self.files.read_bytes(path, max_bytes=tool_fs.READ_HARD_LIMIT)
+            old = self.files.read_bytes(path, max_bytes=read_only.READ_HARD_LIMIT)
         except (PathEscape, NotRegularFile):
             old = b""  # a symlink pointing outside, a FIFO: removing the entry itself is safe
         except IsADirectoryError:
@@ -312,7 +312,7 @@ class Toolbox:
     def _read_or_none(self, path: str) -> bytes | None:
         """The current content (its first READ_HARD_LIMIT bytes), None when there is no file."""
         try:
-            return self.files.read_bytes(path, max_bytes=tool_fs.READ_HARD_LIMIT)
+            return self.files.read_bytes(path, max_bytes=read_only.READ_HARD_LIMIT)
         except FileNotFoundError:
             return None
 

@@ -240,7 +240,7 @@ def test_item4_deep_tree_and_symlink_loops_do_not_break_listings(
 
 def test_item4_listing_caps_entries_and_time(sandbox: LocalSandbox, ws: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_agentbench.paths import walk as workspace
+    import pytest_agentbench.paths.walk as workspace
 
     for i in range(3000):
         (ws / f"f{i:04}.txt").write_text("")
@@ -298,7 +298,7 @@ def test_item4_whole_file_regex_scan_finds_exactly_the_lines_a_per_line_search_f
 
     import regex
 
-    from pytest_agentbench.tools import search as tool_fs
+    import pytest_agentbench.tools.search as tool_search
 
     rnd = random.Random(8)
     atoms = ["a", "b", " ", ".", r"\s", r"\S", r"\w", r"\W", r"\b", r"\B", "^", "$", "[ab]",
@@ -314,7 +314,7 @@ def test_item4_whole_file_regex_scan_finds_exactly_the_lines_a_per_line_search_f
             continue
         expected = [(n, line) for n, line in enumerate(text.split("\n"), 1)
                     if exact.search(line)]
-        found = list(tool_fs._Matcher(query, True).lines("f", text, time.monotonic() + 60))
+        found = list(tool_search._Matcher(query, True).lines("f", text, time.monotonic() + 60))
         assert found == expected, (query, text)
         checked += 1
     assert checked > 2000

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.core import rundir
+import pytest_agentbench.core.rundir as rundir
 from pytest_agentbench.schemas.records import AttemptRecord
 
 FRAGMENT = '{"attempt_id": "x", "task_id": "b-task", "resu'  # a record cut mid-write

@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.sandbox import port as ports
+import pytest_agentbench.sandbox.port as ports
 from pytest_agentbench.sandbox.port import SandboxError
 from tests.support.sandboxes import MakeSandbox
 
 
 def exited_type() -> type[BaseException]:
     exited = getattr(ports, "SandboxExited", None)
-    assert exited is not None, "core.ports has no SandboxExited"
+    assert exited is not None, "sandbox/port.py has no SandboxExited"
     return exited  # type: ignore[no-any-return]
 
 

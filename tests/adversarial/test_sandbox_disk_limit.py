@@ -94,7 +94,7 @@ def test_mounts_of_a_crashed_process_or_a_removed_attempt_are_released(
     assert not os.path.ismount(crashed)  # every provision releases the stale ones first
     for image in tmp_path.glob(".agentbench-disk-*removed.img"):
         image.unlink()  # what the core's rmtree of the attempt directory does
-    from pytest_agentbench.sandbox import disk
+    import pytest_agentbench.sandbox.disk as disk
 
     assert disk.release_stale() >= 1
     assert not os.path.ismount(removed)

@@ -142,7 +142,7 @@ class Bench:
 def apply_patch_command() -> str:
     """gitops.apply_command (applies with no attribute conversion), or on a tree that has no
     such thing the command core/trial.py used there."""
-    from pytest_agentbench.core import gitops
+    import pytest_agentbench.core.gitops as gitops
 
     make = getattr(gitops, "apply_command", None)
     return make() if make else f"git apply --binary --whitespace=nowarn {APPLY_PATCH}"

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.agents import variants
+import pytest_agentbench.agents.variants as variants
 from pytest_agentbench.agents.builtin import NopAgent, ScriptedAgent
 from pytest_agentbench.agents.llm_config import LLMAgentConfig
 from pytest_agentbench.agents.llm_v0 import LLMAgent

@@ -10,7 +10,7 @@ import pytest
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.proportion import proportion_confint
 
-from pytest_agentbench.reporting import stats
+import pytest_agentbench.reporting.stats as stats
 
 # --- Wilson ---------------------------------------------------------------------------------
 
