@@ -202,13 +202,29 @@ def agent_builder(
         except ModelConfigError as exc:
             raise VariantError(f"variant {variant.name}: {exc}") from None
         return partial(LLMAgent, config, redactor=redactor)
-    params = variant.params
+    params = {**variant.params, **_run_dependencies(factory, llm_cli, redactor)}
     if _takes(factory, params):
         return partial(factory, **params)
     if _takes(factory, {}):  # the old form: the agent reads ctx.params
         return factory
     raise VariantError(f"variant {variant.name}: agent {variant.agent!r} cannot be made: "
                        "its factory takes neither the variant's params nor no arguments")
+
+
+def _run_dependencies(
+    factory: AgentFactory, llm_cli: Mapping[str, Any] | None, redactor: Redactor | None
+) -> dict[str, Any]:
+    """The run's CLI model options (`llm_cli`) and redactor (`redactor`), for a factory that
+    names them as parameters (never through **kwargs: such a factory did not ask)."""
+    try:
+        named = {
+            name for name, p in inspect.signature(factory).parameters.items()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        }
+    except (TypeError, ValueError):
+        return {}
+    offered = {"llm_cli": dict(llm_cli or {}), "redactor": redactor}
+    return {name: value for name, value in offered.items() if name in named}
 
 
 def _takes(factory: AgentFactory, params: Mapping[str, Any]) -> bool:

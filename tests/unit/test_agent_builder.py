@@ -106,3 +106,26 @@ def test_llm_v0_resolves_its_configuration_once_per_run(monkeypatch: pytest.Monk
     assert config.model.values["temperature"] == 0.7
     assert config.model.sources["temperature"] == "cli"
     assert config.prompt_version.startswith("system_v1@sha256:")
+
+
+def test_a_factory_that_names_the_run_dependencies_gets_them_and_no_other_does() -> None:
+    from pytest_agentbench.text.redaction import Redactor
+
+    seen: dict[str, Any] = {}
+
+    def wants(*, depth: int = 1, redactor: Any = None, llm_cli: Any = None) -> OldForm:
+        seen.update(depth=depth, redactor=redactor, llm_cli=llm_cli)
+        return OldForm()
+
+    def kwargs_only(**params: Any) -> OldForm:
+        seen.update(kwargs=params)
+        return OldForm()
+
+    redactor = Redactor(secrets=["s3cret-value"])
+    hooks = [{"wants": wants, "kwargs": kwargs_only}]
+    agent_builder(Variant("v", "wants", params={"depth": 2}), extra_factories=hooks,
+                  llm_cli={"model": "m"}, redactor=redactor)()
+    assert seen == {"depth": 2, "redactor": redactor, "llm_cli": {"model": "m"}}
+    agent_builder(Variant("v", "kwargs", params={"depth": 2}), extra_factories=hooks,
+                  llm_cli={"model": "m"}, redactor=redactor)()
+    assert seen["kwargs"] == {"depth": 2}
