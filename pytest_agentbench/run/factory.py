@@ -1,5 +1,5 @@
 """The one place an attempt is assembled: `SharedAttemptConfig` (what every attempt of a run
-shares) plus `AttemptFactory` (one task attempt -> a ready `Trial`, or its redacted record), and
+shares) plus `AttemptFactory` (one task attempt -> its TrialConfig, or its redacted record), and
 `sandbox_factory(kind)`, the one docker/local choice.
 
 Every entry point goes through here, and passes:
@@ -83,8 +83,9 @@ def sandbox_factory(kind: str) -> SandboxFactory:
 
 
 class AttemptFactory:
-    """Attempts of one run: `trial(...)` assembles a ready `Trial` (a fresh agent from `agent`
-    each time), `run(...)` runs it and returns its record as a redacted JSON dict."""
+    """Attempts of one run: `config(...)` is an attempt's TrialConfig; `run(...)` runs the
+    attempt as a `Trial` (a fresh agent from `agent` each time) and returns its record as a
+    redacted JSON dict."""
 
     def __init__(
         self,
@@ -130,17 +131,6 @@ class AttemptFactory:
             agent_params=dict(s.agent_params), quarantined=quarantined, env_cache=s.env_cache,
         )
 
-    def trial(
-        self,
-        task: LoadedTask,
-        index: int = 0,
-        attempts: int = 1,
-        quarantined: str | None = None,
-        keep_workspace: bool | None = None,
-    ) -> Trial:
-        cfg = self.config(task, index, attempts, quarantined, keep_workspace)
-        return Trial(task, cfg, self.sandboxes, self.mirrors, self.make_agent())
-
     def run(
         self,
         task: LoadedTask,
@@ -150,5 +140,6 @@ class AttemptFactory:
         keep_workspace: bool | None = None,
     ) -> dict[str, Any]:
         """Run the attempt; its record redacted (identity fields kept) before anyone sees it."""
-        record = self.trial(task, index, attempts, quarantined, keep_workspace).run()
+        cfg = self.config(task, index, attempts, quarantined, keep_workspace)
+        record = Trial(task, cfg, self.sandboxes, self.mirrors, self.make_agent()).run()
         return self.redactor(task).redact_record(record.to_json_dict())
