@@ -33,16 +33,9 @@ import pytest
 
 from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
 from pytest_agentbench.schemas.records import AttemptRecord
+from tests.support.tiny_pack import ORACLE_PATCH
 
 SLOW = "sleep 2; grep -qx good value.txt"  # each attempt: two baseline runs and one score run
-ORACLE_PATCH = """\
-diff --git a/value.txt b/value.txt
---- a/value.txt
-+++ b/value.txt
-@@ -1 +1 @@
--bad
-+good
-"""
 
 
 def _docker(*args: str, host: str | None = None, timeout: float = 60) -> str:

@@ -17,17 +17,9 @@ import pytest
 
 import pytest_agentbench.core.rundir as rundir
 from pytest_agentbench.schemas.records import AttemptRecord
+from tests.support.tiny_pack import FIXED, ORACLE_PATCH
 
 FRAGMENT = '{"attempt_id": "x", "task_id": "b-task", "resu'  # a record cut mid-write
-FIXED = "grep -qx good value.txt"
-ORACLE_PATCH = """\
-diff --git a/value.txt b/value.txt
---- a/value.txt
-+++ b/value.txt
-@@ -1 +1 @@
--bad
-+good
-"""
 
 
 # --------------------------------------------------------------------------- the writer
