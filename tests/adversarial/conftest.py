@@ -16,17 +16,12 @@ import pytest
 
 from pytest_agentbench.sandbox.local import LocalSandboxFactory
 from pytest_agentbench.sandbox.port import SandboxFactory, SandboxSpec
-from tests.support.sandboxes import MakeSandbox, open_labelled
+from tests.support.sandboxes import MakeSandbox, open_labelled, small_spec
 
 
 @pytest.fixture
 def sandbox_spec(tmp_path: Path) -> SandboxSpec:
-    from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
-
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    return SandboxSpec(image=DEFAULT_IMAGE, workspace=workspace, env_dir=tmp_path / "env",
-                       cpu_limit=1.0, mem_limit_mb=512, pids_limit=256, lifetime_sec=600)
+    return small_spec(tmp_path)
 
 
 @pytest.fixture

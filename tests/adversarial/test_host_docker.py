@@ -12,50 +12,22 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_agentbench.sandbox.port import SandboxSpec
 from pytest_agentbench.tools.toolbox import Toolbox, ToolPolicy, ToolResult
-
-LABEL = "agentbench.test_host"
-SESSION = uuid.uuid4().hex[:12]
-
-
-@pytest.fixture(scope="module")
-def factory() -> Iterator[Any]:
-    try:
-        from pytest_agentbench.sandbox.docker import DockerSandboxFactory
-        from pytest_agentbench.sandbox.image import ensure_image
-
-        made = DockerSandboxFactory()
-        made.client  # noqa: B018 - pings the daemon
-        ensure_image(quiet=True)
-    except Exception as exc:  # ImportError, SandboxError, an image that cannot be built
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(f"CI=true but the docker sandbox is unavailable: {exc}", pytrace=False)
-        pytest.skip(f"no Docker daemon answers ({exc})")
-    yield made
-    made.close_all()
-    assert made.sweep({LABEL: SESSION}) == 0
+from tests.support.sandboxes import open_labelled, small_spec
 
 
 @pytest.fixture
-def sandbox(factory: Any, tmp_path: Path) -> Iterator[Any]:
-    from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
-
-    ws = tmp_path / "workspace"
-    ws.mkdir()
-    (ws / "app.py").write_text("needle = 1\n")
-    box = factory.open(SandboxSpec(image=DEFAULT_IMAGE, workspace=ws, env_dir=tmp_path / "env",
-                                   cpu_limit=1.0, mem_limit_mb=1024, pids_limit=128,
-                                   lifetime_sec=600, labels={LABEL: SESSION}))
-    yield box
-    box.close()
+def sandbox(docker_sandboxes: Any, tmp_path: Path) -> Iterator[Any]:
+    spec = small_spec(tmp_path, mem_limit_mb=1024, pids_limit=128)
+    (spec.workspace / "app.py").write_text("needle = 1\n")
+    with open_labelled(docker_sandboxes, spec) as make:
+        yield make()
 
 
 def in_time(fn: Callable[[], ToolResult], fifos: list[Path], seconds: float = 15) -> ToolResult:

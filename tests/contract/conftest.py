@@ -15,7 +15,7 @@ import pytest
 
 from pytest_agentbench.sandbox.local import LocalSandboxFactory
 from pytest_agentbench.sandbox.port import Sandbox, SandboxFactory, SandboxSpec
-from tests.support.sandboxes import MakeSandbox, open_labelled
+from tests.support.sandboxes import MakeSandbox, open_labelled, small_spec
 
 
 @pytest.fixture(params=["local", "docker"])
@@ -30,12 +30,7 @@ def sandbox_factory(request: pytest.FixtureRequest) -> Iterator[SandboxFactory]:
 
 @pytest.fixture
 def base_spec(tmp_path: Path) -> SandboxSpec:
-    from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
-
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    return SandboxSpec(image=DEFAULT_IMAGE, workspace=workspace, env_dir=tmp_path / "env",
-                       cpu_limit=1.0, mem_limit_mb=1024, pids_limit=256, lifetime_sec=600)
+    return small_spec(tmp_path, mem_limit_mb=1024)
 
 
 @pytest.fixture

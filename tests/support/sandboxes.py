@@ -7,7 +7,8 @@ run and a missing daemon fails. At the end of the session no sandbox labelled wi
 session's id may be left.
 
 `open_labelled` opens sandboxes for one test, each labelled with the session and the test, and
-checks after the test that closing them left nothing behind.
+checks after the test that closing them left nothing behind. `small_spec` is the small sandbox
+those tests open on a fresh workspace.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +30,18 @@ TEST_LABEL = "agentbench.test"
 SESSION_ID = uuid.uuid4().hex[:12]
 
 MakeSandbox = Callable[..., Any]
+
+
+def small_spec(tmp_path: Path, **overrides: Any) -> SandboxSpec:
+    """A one-CPU runner-image sandbox on a fresh `tmp_path/workspace` (its env dir beside it)."""
+    from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
+
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    fields: dict[str, Any] = {"cpu_limit": 1.0, "mem_limit_mb": 512, "pids_limit": 256,
+                              "lifetime_sec": 600, **overrides}
+    return SandboxSpec(image=DEFAULT_IMAGE, workspace=workspace, env_dir=tmp_path / "env",
+                       **fields)
 
 
 def in_ci() -> bool:
