@@ -1,5 +1,5 @@
-"""The run's end on the controller: keep the last records, merge events, remove work
-directories, sweep containers, write report_summary.md and report.html.
+"""The run's end on the controller: keep the last records, merge events, sweep containers,
+remove work directories, write report_summary.md and report.html.
 
 The steps are independent: one that fails (the Docker engine gone, a report bug) is reported as
 one line and never stops the others.
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,8 +38,10 @@ def end_run(
     steps: list[tuple[str, Callable[[], Any] | None, str]] = [
         ("keep the records the interrupted workers sent", first, ""),
         ("merge events", lambda: merge_events(state, redactor.redact_record), ""),
-        ("remove work directories", lambda: _remove_tree(work_root(state.run_id)), ""),
+        # Containers first: one a killed worker left running still writes into its bind-mounted
+        # checkout (a baseline's __pycache__), and removing the tree under it fails (ENOTEMPTY).
         ("sweep containers", (lambda: sweep_run(state.run_id)) if docker else None, gc_hint),
+        ("remove work directories", lambda: remove_tree(work_root(state.run_id)), ""),
         ("write report_summary.md", lambda: reporting.write_summary(state.path, redactor=redactor),
          ""),
         ("write report.html", lambda: reporting.write_html(state.path, redactor=redactor), ""),
@@ -70,6 +73,16 @@ def sweep_run(run_id: str) -> int:
         client.close()
 
 
-def _remove_tree(path: Path) -> None:
-    if path.exists():
-        shutil.rmtree(path)
+def remove_tree(path: Path, tries: int = 3, pause_sec: float = 0.5) -> None:
+    """Remove `path`; a process that still writes into it (an orphaned git of a killed worker)
+    gets `tries` chances to finish before the last error is raised."""
+    for attempt in range(1, tries + 1):
+        if not path.exists():
+            return
+        try:
+            shutil.rmtree(path)
+            return
+        except OSError:
+            if attempt == tries:
+                raise
+            time.sleep(pause_sec)

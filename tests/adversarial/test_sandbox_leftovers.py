@@ -8,7 +8,12 @@ the wrapper, and from the host when the wrapper is gone), so exec is serialized 
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 import time
+import uuid
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,3 +63,45 @@ def test_a_timed_out_command_leaves_nothing_either(make_docker_sandbox: MakeSand
                           timeout_sec=1)
     assert result.timed_out
     assert sandbox.exec("pgrep -x lingerer || echo none", timeout_sec=30).stdout == "none\n"
+
+
+def test_the_run_end_removes_a_checkout_a_leftover_container_still_writes_to(
+    docker_sandboxes: Any, tmp_path: Path
+) -> None:
+    """A worker killed mid-attempt (xdist gives it 10 s after Ctrl-C) leaves its container
+    running, still writing into the bind-mounted checkout (a baseline's __pycache__). On
+    515bbc0 the run's end removed the work directories before sweeping the containers, the
+    removal failed on the growing tree, and a checkout was left behind (CI, once in 1,535)."""
+    from pytest_agentbench.run.finish import end_run
+    from pytest_agentbench.run.hostenv import work_root
+    from pytest_agentbench.run.state import RunState
+    from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
+    from pytest_agentbench.text.redaction import Redactor
+
+    run_id = f"leftover-writer-{uuid.uuid4().hex[:8]}"
+    checkout = work_root(run_id) / "task_variant_0@abc"
+    checkout.mkdir(parents=True)
+    checkout.chmod(0o777)
+    writer = "i=0; while :; do i=$((i+1)); mkdir -p d/$i/e; : > d/$i/e/f; done"
+    client = docker_sandboxes.client
+    container = client.containers.run(
+        DEFAULT_IMAGE, ["bash", "-c", writer], detach=True, working_dir="/w",
+        volumes={str(checkout): {"bind": "/w", "mode": "rw"}},
+        labels={"agentbench": "1", "agentbench.run_id": run_id},
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (checkout / "d" / "50").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (checkout / "d" / "50").exists(), "the writer never started"
+        state = RunState(run_id=run_id, run_dir=str(tmp_path / "run"), config_hash="x",
+                         session_token="t")
+        (tmp_path / "run").mkdir()
+        errors = end_run(state, Redactor(), docker=True)
+        assert [e for e in errors if e.startswith(("sweep", "remove"))] == []
+        assert not work_root(run_id).exists()
+        assert docker_sandboxes.containers({"agentbench.run_id": run_id}) == []
+    finally:
+        with contextlib.suppress(Exception):
+            container.remove(force=True)
+        shutil.rmtree(work_root(run_id), ignore_errors=True)

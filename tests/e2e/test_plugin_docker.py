@@ -177,6 +177,13 @@ def interrupted_workspace(tmp_path: Path, docker_client: Any) -> Iterator[Plugin
         shutil.rmtree(work_root(run_id), ignore_errors=True)
 
 
+def listing(root: Path, limit: int = 40) -> list[str]:
+    """What a leftover work directory holds (for the failure message)."""
+    if not root.is_dir():
+        return []
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))[:limit]
+
+
 def leftover_workspaces(run_id: str) -> list[str]:
     root = work_root(run_id)
     return sorted(p.name for p in root.iterdir()) if root.is_dir() else []
@@ -239,4 +246,5 @@ def test_ctrl_c_leaves_no_container(
     assert containers_of(docker_client, run_id) == [], output[-4000:]
     for line in RunDir(workspace.out / run_id).attempt_lines():
         json.loads(line)  # whatever was recorded before the interrupt is whole
-    assert leftover_workspaces(run_id) == []
+    left = leftover_workspaces(run_id)
+    assert left == [], (left, listing(work_root(run_id)), output[-4000:])
