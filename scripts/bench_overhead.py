@@ -31,6 +31,7 @@ from pytest_agentbench.core.trial import Trial
 from pytest_agentbench.core.trial_config import TrialConfig
 from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.repos.sources import resolve_source
+from pytest_agentbench.run.hostenv import SANDBOX_UID
 from pytest_agentbench.sandbox.docker import DockerSandboxFactory
 from pytest_agentbench.sandbox.image import ensure_image
 from pytest_agentbench.sandbox.port import SandboxSpec
@@ -46,7 +47,7 @@ def harness_attempt(task, image, factory, mirrors, work: Path, n: int,
                     problems: list[str]) -> float:
     cfg = TrialConfig(run_id=f"bench-{n}", run_dir=work / "run", work_root=work / "ws",
                       variant="oracle", variant_config_hash="bench", image=image.name,
-                      harness_version="bench", image_id=image.image_id, owner_uid=1000)
+                      harness_version="bench", image_id=image.image_id, owner_uid=SANDBOX_UID)
     start = time.perf_counter()
     record = Trial(task, cfg, factory, mirrors, OracleAgent()).run()
     elapsed = time.perf_counter() - start
@@ -62,10 +63,10 @@ def raw_attempt(task, image, client, mirrors, work: Path, problems: list[str]) -
     start = time.perf_counter()
     ws = work / f"raw-{time.monotonic_ns()}"
     mirrors.checkout(resolve_source(spec.repo.url, task.task_dir), spec.repo.commit, ws,
-                     owner_uid=1000)
+                     owner_uid=SANDBOX_UID)
     shutil.copy(task.task_dir / "oracle.patch", ws / ".oracle.patch")
     container = client.containers.create(
-        image.name, ["sleep", "600"], user="1000:1000", network_mode="none",
+        image.name, ["sleep", "600"], user=f"{SANDBOX_UID}:{SANDBOX_UID}", network_mode="none",
         working_dir="/workspace", volumes={str(ws): {"bind": "/workspace", "mode": "rw"}},
         read_only=True, tmpfs={"/tmp": ""}, cap_drop=["ALL"])
     try:
@@ -91,7 +92,7 @@ def tool_latency(factory, client, image, work: Path, calls: int = 30) -> dict[st
     ws.mkdir(parents=True)
     env.mkdir()
     (ws / "a.py").write_text("x = 1\n" * 200)
-    subprocess.run(["chown", "-R", "1000:1000", str(ws), str(env)], check=True)
+    subprocess.run(["chown", "-R", f"{SANDBOX_UID}:{SANDBOX_UID}", str(ws), str(env)], check=True)
     sandbox = factory.open(SandboxSpec(image=image.name, workspace=ws, env_dir=env))
     toolbox = Toolbox(sandbox, ToolPolicy(tool_timeout_sec=30))
     raw = client.containers.run(image.name, ["sleep", "600"], detach=True, network_mode="none")

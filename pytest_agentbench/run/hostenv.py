@@ -10,12 +10,14 @@ from typing import Any
 
 from pytest_agentbench.core.envcache import EnvCache
 
-SANDBOX_UID = 1000  # the runner image's non-root user
+# The runner image's non-root user `agentbench` (runner/Dockerfile says why this uid), the same
+# number as sandbox/docker_policy.SANDBOX_UID, which this module does not import (no docker here).
+SANDBOX_UID = 70000
 CA_ENV_VARS = ("AGENTBENCH_CA_BUNDLE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")
 
 
 def owner_uid(sandbox: str = "docker") -> int | None:
-    """Docker sandboxes run as uid 1000: a root harness hands the workspace over to it."""
+    """Docker sandboxes run as SANDBOX_UID: a root harness hands the workspace over to it."""
     return SANDBOX_UID if sandbox == "docker" and os.geteuid() == 0 else None
 
 

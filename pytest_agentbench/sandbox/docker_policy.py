@@ -1,7 +1,7 @@
 """The Docker sandbox policy: how a container is created, and how each command is bounded.
 
-Policy (spec §6, improvement 5): commands run as a non-root user (uid 1000, or the host user) with
-no capabilities and no-new-privileges; pids/cpu/memory limits without swap, read-only root with
+Policy (spec §6, improvement 5): commands run as a non-root user (SANDBOX_UID, or the host user)
+with no capabilities and no-new-privileges; pids/cpu/memory limits without swap, read-only root with
 tmpfs /tmp and home, no network unless the spec asks for it, nothing from the host but the
 workspace, the env dir, an optional pip cache and an optional CA bundle (read-only). PID 1 is
 docker-init reaping zombies around `sleep <lifetime>`, a dead-man's switch; both run as uid 0
@@ -33,7 +33,12 @@ from pytest_agentbench.sandbox.port import SandboxSpec
 BASE_LABEL = "agentbench"
 OWNER_LABEL = "agentbench.owner"  # <host>:<pid> of the process that created the container
 SHELL_LABEL = "agentbench.private_shell"  # the image's execute-only bash, if it has one
-HOME = "/home/runner"
+HOME = "/home/runner"  # the image user's home (a tmpfs in the sandbox)
+# The runner image's user `agentbench` (runner/Dockerfile says why this uid): a uid of the
+# harness's own, no person's (login.defs' 1000-59999) and no system package's (Debian's
+# 60000-64999, systemd's dynamic 61184-65519, 65534), below where subuid ranges start (100000).
+# run/hostenv.SANDBOX_UID is the same number (kept apart so the run layer need not import docker).
+SANDBOX_UID = SANDBOX_GID = 70000
 CA_PATH = "/etc/ssl/certs/ca-certificates.crt"
 KEEPER_USER = "0:0"  # PID 1 and its sleep; commands never run as this user
 NONCE_VAR = "AGENTBENCH_NONCE"
@@ -90,9 +95,10 @@ def owner() -> str:
 
 
 def sandbox_user() -> tuple[int, int]:
-    """1000:1000 when the harness is root; otherwise the host user, so the mounts are writable."""
+    """The image's user when the harness is root; otherwise the host user, so the mounts are
+    writable by the sandbox and the harness alike."""
     if not hasattr(os, "geteuid") or os.geteuid() == 0:
-        return 1000, 1000
+        return SANDBOX_UID, SANDBOX_GID
     return os.getuid(), os.getgid()
 
 

@@ -244,7 +244,7 @@ def test_memory_bomb_is_oom_killed(make_sandbox: Callable[..., Sandbox]) -> None
 @isolation_only("the local sandbox runs as the host user")
 def test_runs_as_unprivileged_user(sandbox: Sandbox) -> None:
     uid = sandbox.exec("id -u", timeout_sec=30).stdout.strip()
-    expected = str(sandbox.uid)  # type: ignore[attr-defined]  # 1000 when the host is root
+    expected = str(sandbox.uid)  # type: ignore[attr-defined]  # SANDBOX_UID (70000) when the host is root
     assert uid == expected and uid != "0"
     keeper = sandbox.exec("for p in 1 $(pgrep -x sleep); do stat -c %u /proc/$p; done",
                           timeout_sec=30).stdout.split()
