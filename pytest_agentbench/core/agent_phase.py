@@ -30,8 +30,13 @@ def run_agent(at: Attempt, sandbox: Sandbox, agent: Agent) -> RecordingToolbox:
     only a sandbox that went away propagates."""
     spec = at.spec
     policy = _policy(at, sandbox)
-    at.provision("pristine")
-    copy_tree(at.workspace / "repo", at.workspace / "pristine")  # scoring starts here
+    # Scoring starts from here: the env-cache entry's post-setup state when there is one (a
+    # copy-on-write view: no copy of a large .venv per attempt), else a copy of the workspace.
+    if at.cache_hold is not None:
+        at.environment["env_cache"]["pristine"] = at.provision_from("pristine", at.cache_hold.repo)
+    else:
+        at.provision("pristine")
+        copy_tree(at.workspace / "repo", at.workspace / "pristine")
     inner = Toolbox(sandbox, policy, on_event=functools.partial(_tool_event, at))
     # Its first snapshot is harness work: the agent's clock starts after it.
     toolbox = at.toolbox = RecordingToolbox(

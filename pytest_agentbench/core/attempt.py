@@ -6,9 +6,11 @@ before_agent.py, agent_phase.py and score_phase.py; trial.py runs them in order.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest_agentbench.core.evidence as evidence_mod
+from pytest_agentbench.core.envcache import CacheHold, Claim
 from pytest_agentbench.core.events import EventSink
 from pytest_agentbench.core.phases import PhaseTimer
 from pytest_agentbench.core.recording import RecordingToolbox
@@ -55,6 +57,9 @@ class Attempt:
         self.baseline_results: evidence_mod.TestEvidence | None = None
         self.toolbox: RecordingToolbox | None = None
         self.agent_overran = False
+        self.cache_key: str | None = None  # the env-cache key, when setup is cacheable
+        self.cache_hold: CacheHold | None = None  # the entry this attempt uses, held
+        self.cache_claim: Claim | None = None  # the right to build the entry, or the wait's end
 
     # -- phases and timing ----------------------------------------------------------------------
     def phase_timer(self, name: str) -> PhaseTimer:
@@ -71,10 +76,28 @@ class Attempt:
         self.disk_modes[name] = self.sandboxes.provision(self.workspace / name, limit)
         self.environment["disk_limit"] = {"mb": limit, **self.disk_modes}
 
+    def provision_from(self, name: str, base: Path) -> str:
+        """A workspace directory that starts as a view (or copy) of `base`; returns how."""
+        limit = self.spec.environment.disk_limit_mb if name != "env" else None
+        self.disk_modes[name], how = self.sandboxes.provision_from(
+            self.workspace / name, limit, base
+        )
+        self.environment["disk_limit"] = {"mb": limit, **self.disk_modes}
+        return how
+
+    def release_cache(self) -> None:
+        """Let go of the env-cache entry and of the right to build one (teardown, after the
+        views of the entry were released)."""
+        if self.cache_hold is not None:
+            self.cache_hold.close()
+        if self.cache_claim is not None:
+            self.cache_claim.release()
+        self.cache_hold = self.cache_claim = None
+
     def open_sandbox(self, network: bool, phase: str) -> Sandbox:
         with self.timed("sandbox_start"):
             sandbox = self.sandboxes.open(
-                sandbox_spec(self.cfg, self.spec, self.workspace, network, phase)
+                sandbox_spec(self.cfg, self.spec, self.workspace, network, phase, self.env_dir)
             )
         self.open_sandboxes.append(sandbox)
         self.environment.setdefault("sandboxes", []).append(

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 import pytest_agentbench.core.baseline as baseline_mod
 from pytest_agentbench.core.attempt import Attempt, Failure
-from pytest_agentbench.core.envcache import cache_key
-from pytest_agentbench.core.gitops import dirty_tracked_files, untracked_files
+from pytest_agentbench.core.envcache import CacheHold, cache_key
+from pytest_agentbench.core.gitops import dirty_tracked_files
 from pytest_agentbench.repos.sources import resolve_source
 from pytest_agentbench.sandbox.port import Sandbox
 from pytest_agentbench.schemas.records import SetupInfo
@@ -28,18 +28,13 @@ if TYPE_CHECKING:
 
 
 def prepare(at: Attempt, mirrors: MirrorCache) -> None:
-    """The task's repository checked out into the workspace; the environment report begun."""
+    """The task's repository checked out into the workspace, unless its env-cache entry exists
+    (another worker building it is waited for): setup restores that instead. The environment
+    report begun."""
     spec, cfg = at.spec, at.cfg
     source = resolve_source(spec.repo.url, at.task.task_dir)
     at.workspace.mkdir(parents=True, exist_ok=True)
-    at.provision("repo")
-    checkout = mirrors.checkout(
-        source, spec.repo.commit, at.workspace / "repo", owner_uid=cfg.owner_uid
-    )
-    at.found.commit = checkout.commit
-    at.env_dir.mkdir(exist_ok=True)
-    if cfg.owner_uid is not None:
-        os.chown(at.env_dir, cfg.owner_uid, cfg.owner_uid)
+    at.found.commit = mirrors.resolve(source, spec.repo.commit)
     at.environment["harness"] = {
         "version": cfg.harness_version,
         "image": cfg.image,
@@ -49,6 +44,15 @@ def prepare(at: Attempt, mirrors: MirrorCache) -> None:
         "pip_cache": str(cfg.pip_cache) if cfg.pip_cache else None,
         "network_policy": spec.environment.network_policy,
     }
+    if _find_cached_environment(at):
+        return
+    at.provision("repo")
+    checkout = mirrors.checkout(
+        source, at.found.commit, at.workspace / "repo", owner_uid=cfg.owner_uid
+    )
+    at.env_dir.mkdir(exist_ok=True)
+    if cfg.owner_uid is not None:
+        os.chown(at.env_dir, cfg.owner_uid, cfg.owner_uid)
     at.environment["repo"] = {
         "commit": checkout.commit,
         "fetched": checkout.fetched,
@@ -56,9 +60,41 @@ def prepare(at: Attempt, mirrors: MirrorCache) -> None:
     }
 
 
+def _find_cached_environment(at: Attempt) -> bool:
+    """Use the env-cache entry of this attempt's key (waiting while another worker builds it),
+    or keep the right to build it (`at.cache_claim`). True when the workspace is its view."""
+    cache = at.cfg.env_cache
+    if cache is None or not at.spec.setup.commands:
+        return False
+    at.cache_key = _env_cache_key(at)
+    info = at.environment["env_cache"]
+    with at.timed("env_cache_lookup"):
+        at.cache_hold = cache.open(at.cache_key)
+        if at.cache_hold is None:
+            at.cache_claim = cache.claim(at.cache_key, at.spec.environment.setup_timeout_sec)
+            at.cache_hold, at.cache_claim.hold = at.cache_claim.hold, None
+            info["waited_sec"] = at.cache_claim.waited_sec
+    if at.cache_hold is None:
+        return False
+    at.environment["repo"] = {"commit": at.found.commit, "from_env_cache": at.cache_key}
+    return True
+
+
+def _restore(at: Attempt, hold: CacheHold) -> None:
+    """The workspace becomes a view of the entry's; /env its env dir, never writable."""
+    started = time.monotonic()
+    info = at.environment["env_cache"]
+    info["restore"] = at.provision_from("repo", hold.repo)
+    if at.sandboxes.read_only_mounts:
+        at.env_dir = hold.env  # mounted read-only in every sandbox from now on
+    else:
+        at.provision_from("env", hold.env)
+    info["restore_sec"] = round(time.monotonic() - started, 3)
+
+
 def setup(at: Attempt) -> Sandbox:
-    """Run the setup commands (or restore their env-cache snapshot) and return the agent's
-    sandbox: never the setup sandbox (writable /env, caches, network)."""
+    """Run the setup commands and cache what they left (or restore that from the env cache)
+    and return the agent's sandbox: never the setup sandbox (writable /env, caches, network)."""
     spec = at.spec
     policy = spec.environment.network_policy
     setup_net, agent_net = policy in ("setup_only", "always"), policy == "always"
@@ -66,9 +102,12 @@ def setup(at: Attempt) -> Sandbox:
     started = time.monotonic()
     with at.phase_timer("setup"):
         info = at.found.setup = SetupInfo(attempted=True, commands=len(commands))
-        key = _env_cache_key(at) if commands else None
-        if key and at.cfg.env_cache and at.cfg.env_cache.restore(key, at.env_dir):
+        claim = at.cache_claim
+        info.env_cache_wait_sec = claim.waited_sec if claim is not None else 0.0
+        if at.cache_hold is not None:
+            _restore(at, at.cache_hold)
             info.reused_snapshot = True
+            info.env_cache = "hit_after_wait" if claim is not None else "hit"
             commands, setup_net = [], agent_net
         info.network = setup_net and bool(commands)
         phase = "setup" if commands else "agent"
@@ -87,8 +126,8 @@ def setup(at: Attempt) -> Sandbox:
                     f"setup changed tracked files: {', '.join(dirty[:5])}",
                 )
             info.ok = True
-            if key and commands and at.cfg.env_cache:
-                _save_env_snapshot(at, sandbox, key)
+            if commands and at.cache_key is not None:
+                info.env_cache = _save_env_snapshot(at, time.monotonic() - started)
         finally:
             info.duration_sec = round(time.monotonic() - started, 3)
     if commands:
@@ -119,23 +158,35 @@ def _env_cache_key(at: Attempt) -> str:
         env.network_policy,
         at.found.commit,
         env.docker_image or at.cfg.image_id or at.cfg.image,
+        env.workdir,
     )
     cache = at.cfg.env_cache
     at.environment["env_cache"] = {"key": key, "root": str(cache.root) if cache else None}
     return key
 
 
-def _save_env_snapshot(at: Attempt, sandbox: Sandbox, key: str) -> None:
-    """A snapshot holds /env only: a setup that also left files in the workspace (an
-    in-place build, an egg-info) would be incomplete on reuse, so it is not cached."""
-    leftovers = untracked_files(sandbox)
-    if leftovers:
-        at.environment["env_cache"]["not_saved"] = (
-            f"setup left files in the workspace: {', '.join(leftovers[:5])}"
-        )
-        return
-    assert at.cfg.env_cache is not None
-    at.cfg.env_cache.save(key, at.env_dir)
+def _save_env_snapshot(at: Attempt, setup_sec: float) -> str:
+    """Publish what this clean setup left (the workspace with its ignored files, and /env)
+    under the attempt's key; from now on this attempt uses the entry too (its pristine copy).
+    Returns the `setup.env_cache` verdict."""
+    cache, claim, key = at.cfg.env_cache, at.cache_claim, at.cache_key
+    assert cache is not None and key is not None
+    info = at.environment["env_cache"]
+    if claim is None or not claim.building:
+        info["not_saved"] = "another worker was building this environment (the wait timed out)"
+        return "not_saved"
+    started = time.monotonic()
+    hold, why_not = cache.publish(
+        claim, key, at.workspace / "repo", at.env_dir,
+        {"task": at.spec.id, "suite": at.spec.suite, "commit": at.found.commit,
+         "setup_sec": round(setup_sec, 3)},
+    )
+    info["save_sec"] = round(time.monotonic() - started, 3)
+    if hold is None:
+        info["not_saved"] = why_not
+        return "not_saved"
+    at.cache_hold = hold
+    return "built"
 
 
 def baseline(at: Attempt, sandbox: Sandbox) -> None:

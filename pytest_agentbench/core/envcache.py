@@ -1,65 +1,283 @@
-"""A content-keyed cache of post-setup environments, so a re-run skips its setup.
+"""A content-keyed cache of post-setup states, so a re-run skips its setup.
 
-Setup installs into the attempt's env dir (mounted at /env). After a successful, clean setup that
-directory is copied to `<root>/<key>/`; the next attempt with the same key copies it back instead
-of running the setup commands. The key covers everything that decides the result: the setup
-commands, the network policy, the resolved repo commit, the runner image id and the layout
-version. Never the run id. (SWE-bench's env/instance images are the model; a directory copy
-is the same idea without an image build.)
+An entry is what one clean setup left: the whole workspace (`repo/`, the checkout with every
+ignored file setup wrote: a `.venv`, `*.egg-info`, build outputs) and the env dir (`env/`,
+mounted at /env). The key covers everything that decides that state: the setup commands, the
+network policy, the resolved commit, the image, the workdir and the layout version; never the
+run id. Entries never change once published: an attempt gets a copy-on-write view or a copy of
+`repo/` and a read-only mount (or a copy) of `env/` (SandboxFactory.provision_from), so nothing
+an agent does reaches the next attempt.
+
+Concurrency, with flock(2) on files under `.locks/` (released by the kernel when a process
+dies, so a crashed worker never wedges the others):
+- `<key>.use`, shared, held by every attempt that uses the entry: `prune` removes only what it
+  can lock exclusively, so an entry is never removed under an attempt (an overlay's lower layer).
+- `<key>.build`, exclusive, held by the one worker that runs the setup of a missing key; another
+  worker that misses the same key waits for it (`claim`), then uses what it published.
+
+Eviction: least recently used first, down to `max_bytes` (sizes measured at publish time).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import shutil
+import stat
+import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pytest_agentbench.paths.trees import copy_tree
 
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2
+META = "meta.json"
+USED = "last_used"
+CLAIM_POLL_SEC = 0.25
+STALE_TMP_SEC = 6 * 3600  # a half-written entry this old belongs to a dead build
 
 
-def cache_key(commands: list[str], network_policy: str, commit: str, image_id: str) -> str:
+def cache_key(commands: list[str], network_policy: str, commit: str, image_id: str,
+              workdir: str = "/workspace") -> str:
     blob = json.dumps(
-        {
-            "commands": commands,
-            "network": network_policy,
-            "commit": commit,
-            "image": image_id,
-            "layout": LAYOUT_VERSION,
-        },
+        {"commands": commands, "network": network_policy, "commit": commit, "image": image_id,
+         "workdir": workdir, "layout": LAYOUT_VERSION},
         sort_keys=True,
     )
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
-class EnvCache:
-    def __init__(self, root: Path) -> None:
-        self.root = root
+class _Lock:
+    """An flock on one file; `close()` releases it (so does the process's death)."""
 
-    def restore(self, key: str, env_dir: Path) -> bool:
-        """Fill env_dir from the snapshot; False when there is none."""
-        snap = self.root / key
-        if not (snap / ".complete").is_file():
-            return False
-        copy_tree(snap, env_dir)
-        (env_dir / ".complete").unlink(missing_ok=True)
+    def __init__(self, path: Path, exclusive: bool, blocking: bool) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.fd: int | None = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        flags = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | (0 if blocking else fcntl.LOCK_NB)
+        try:
+            fcntl.flock(self.fd, flags)
+        except OSError:
+            os.close(self.fd)
+            self.fd = None
+            raise
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _try_lock(path: Path, exclusive: bool) -> _Lock | None:
+    try:
+        return _Lock(path, exclusive, blocking=False)
+    except BlockingIOError:
+        return None
+
+
+@dataclass
+class CacheHold:
+    """A published entry, held against eviction until `close()`."""
+
+    key: str
+    path: Path
+    meta: dict[str, Any]
+    _lock: _Lock
+
+    @property
+    def repo(self) -> Path:
+        return self.path / "repo"
+
+    @property
+    def env(self) -> Path:
+        return self.path / "env"
+
+    def close(self) -> None:
+        self._lock.close()
+
+
+@dataclass
+class Claim:
+    """What `claim` got: an entry another worker published meanwhile (`hold`), or the right to
+    build it (`building`), or neither (the wait timed out: run setup, cache nothing)."""
+
+    hold: CacheHold | None = None
+    build_lock: _Lock | None = None
+    waited_sec: float = 0.0
+
+    @property
+    def building(self) -> bool:
+        return self.build_lock is not None
+
+    def release(self) -> None:
+        if self.build_lock is not None:
+            self.build_lock.close()
+            self.build_lock = None
+
+
+@dataclass(frozen=True)
+class EntryInfo:
+    key: str
+    bytes: int
+    files: int
+    created: float
+    last_used: float
+    in_use: bool
+    meta: dict[str, Any]
+
+
+class EnvCache:
+    def __init__(self, root: Path, max_bytes: int | None = None) -> None:
+        self.root = root
+        self.max_bytes = max_bytes
+
+    # -- using an entry ---------------------------------------------------------------------------
+    def open(self, key: str) -> CacheHold | None:
+        """The complete entry for `key`, held; None when there is none."""
+        lock = _Lock(self._lock_path(key, "use"), exclusive=False, blocking=True)
+        entry = self.root / key
+        try:
+            meta = json.loads((entry / META).read_text("utf-8"))
+        except (OSError, ValueError):
+            lock.close()
+            return None
+        with contextlib.suppress(OSError):
+            (entry / USED).touch()
+        return CacheHold(key, entry, meta, lock)
+
+    def claim(self, key: str, wait_sec: float) -> Claim:
+        """After a miss: build `key` (the exclusive build lock), or wait up to `wait_sec` while
+        another worker builds it and hold what it published."""
+        started = time.monotonic()
+        while True:
+            lock = _try_lock(self._lock_path(key, "build"), exclusive=True)
+            hold = self.open(key)
+            waited = round(time.monotonic() - started, 3)
+            if hold is not None:
+                if lock is not None:
+                    lock.close()
+                return Claim(hold=hold, waited_sec=waited)
+            if lock is not None:
+                return Claim(build_lock=lock, waited_sec=waited)
+            if waited >= wait_sec:
+                return Claim(waited_sec=waited)
+            time.sleep(CLAIM_POLL_SEC)
+
+    def publish(self, claim: Claim, key: str, repo: Path, env: Path,
+                meta: dict[str, Any]) -> tuple[CacheHold | None, str | None]:
+        """Copy a clean post-setup state into the cache under `key` (the caller builds it:
+        `claim.building`), then evict down to the cap. Returns the entry, held, or why not."""
+        if not claim.building:
+            return None, "another worker was building this environment"
+        final = self.root / key
+        tmp = self.root / f".tmp-{key}-{uuid.uuid4().hex[:8]}"
+        try:
+            tmp.mkdir(parents=True)
+            copy_tree(repo, tmp / "repo")
+            copy_tree(env, tmp / "env")
+            size, files = tree_size(tmp)
+            if self.max_bytes is not None and size > self.max_bytes:
+                return None, f"the environment ({size >> 20} MiB) is larger than the cache cap"
+            meta = {**meta, "key": key, "bytes": size, "files": files, "created": time.time(),
+                    "layout": LAYOUT_VERSION}
+            (tmp / META).write_text(json.dumps(meta, sort_keys=True), "utf-8")
+            (tmp / USED).touch()
+            os.rename(tmp, final)
+        except OSError as exc:
+            return None, f"cannot save the environment: {exc}"
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+        hold = self.open(key)
+        claim.release()
+        self.prune()
+        return hold, None if hold is not None else "the entry vanished right after publishing"
+
+    # -- listing and eviction ---------------------------------------------------------------------
+    def entries(self) -> list[EntryInfo]:
+        found = []
+        for entry in sorted(self.root.iterdir()) if self.root.is_dir() else []:
+            if entry.name.startswith(".") or not entry.is_dir():
+                continue
+            try:
+                meta = json.loads((entry / META).read_text("utf-8"))
+                used = (entry / USED).stat().st_mtime
+            except (OSError, ValueError):
+                continue
+            probe = _try_lock(self._lock_path(entry.name, "use"), exclusive=True)
+            if probe is not None:
+                probe.close()
+            found.append(EntryInfo(entry.name, int(meta.get("bytes", 0)), int(meta.get("files", 0)),
+                                   float(meta.get("created", 0)), used, probe is None, meta))
+        return found
+
+    def footprint(self) -> tuple[int, int]:
+        """(entries, bytes)."""
+        entries = self.entries()
+        return len(entries), sum(e.bytes for e in entries)
+
+    def prune(self, max_bytes: int | None = None, everything: bool = False) -> list[EntryInfo]:
+        """Remove least-recently-used entries (not in use) until the cache fits `max_bytes`
+        (default: the cache's cap; `everything`: all of them). Returns what was removed."""
+        cap = 0 if everything else (max_bytes if max_bytes is not None else self.max_bytes)
+        self._remove_stale_tmp()
+        if cap is None:
+            return []
+        entries = sorted(self.entries(), key=lambda e: e.last_used)
+        total = sum(e.bytes for e in entries)
+        removed = []
+        for info in entries:
+            if total <= cap:
+                break
+            if self._remove(info.key):
+                total -= info.bytes
+                removed.append(info)
+        return removed
+
+    def _remove(self, key: str) -> bool:
+        lock = _try_lock(self._lock_path(key, "use"), exclusive=True)
+        if lock is None:
+            return False  # in use
+        try:
+            trash = self.root / f".trash-{key}-{uuid.uuid4().hex[:8]}"
+            try:
+                os.rename(self.root / key, trash)
+            except FileNotFoundError:
+                return False
+        finally:
+            lock.close()
+        shutil.rmtree(trash, ignore_errors=True)
         return True
 
-    def save(self, key: str, env_dir: Path) -> None:
-        """Publish env_dir atomically; a concurrent worker's identical snapshot wins the race."""
-        final = self.root / key
-        if final.exists():
-            return
-        self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.root / f".{key}.{uuid.uuid4().hex[:8]}"
-        copy_tree(env_dir, tmp)
-        (tmp / ".complete").write_text("1\n")
-        try:
-            os.rename(tmp, final)
-        except OSError:  # someone else published first
-            shutil.rmtree(tmp, ignore_errors=True)
+    def _remove_stale_tmp(self) -> None:
+        now = time.time()
+        for path in self.root.glob(".t*-*") if self.root.is_dir() else []:
+            with contextlib.suppress(OSError):
+                old = now - path.stat().st_mtime > STALE_TMP_SEC
+                if path.name.startswith(".trash-") or (path.name.startswith(".tmp-") and old):
+                    shutil.rmtree(path, ignore_errors=True)
 
+    def _lock_path(self, key: str, kind: str) -> Path:
+        return self.root / ".locks" / f"{key}.{kind}"
+
+
+def tree_size(root: Path) -> tuple[int, int]:
+    """(bytes on disk, entries) below `root`, symlinks not followed, hard links counted once."""
+    total, count, seen = 0, 0, set()
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            try:
+                info = os.lstat(os.path.join(dirpath, name))
+            except OSError:
+                continue
+            count += 1
+            if info.st_nlink > 1 and not stat.S_ISDIR(info.st_mode):
+                if (info.st_dev, info.st_ino) in seen:
+                    continue
+                seen.add((info.st_dev, info.st_ino))
+            total += info.st_blocks * 512
+    return total, count

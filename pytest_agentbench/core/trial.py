@@ -148,6 +148,7 @@ class Trial:
         for name in at.disk_modes:  # after the keep: it copies from the mount
             with contextlib.suppress(SandboxError):
                 at.sandboxes.release(at.workspace / name)
+        at.release_cache()  # after the views of the entry are gone
         problems = remove_tree(at.workspace)  # iterative: a 2000-level tree cannot stop us
         if problems:
             at.environment["workspace_cleanup"] = problems[:50]

@@ -54,7 +54,8 @@ def pip_cache_dir(root: Path, spec: TaskSpec) -> Path:
 
 
 def sandbox_spec(
-    cfg: TrialConfig, spec: TaskSpec, workspace: Path, network: bool, phase: str
+    cfg: TrialConfig, spec: TaskSpec, workspace: Path, network: bool, phase: str,
+    env_dir: Path | None = None,
 ) -> SandboxSpec:
     """setup: /env writable, the task's pip cache, CA bundle if networked. agent and score:
     /env read-only and no cache, so nothing the agent does outlives its own sandbox. Every
@@ -64,7 +65,7 @@ def sandbox_spec(
     return SandboxSpec(
         image=env.docker_image or cfg.image,  # a task may name its own local image
         workspace=workspace / ("pristine" if phase == "score" else "repo"),
-        env_dir=workspace / "env",
+        env_dir=env_dir or workspace / "env",  # an env-cache entry's, read-only
         env_read_only=not setup,
         workdir=env.workdir,
         network=network,

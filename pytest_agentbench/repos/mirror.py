@@ -95,6 +95,10 @@ class MirrorCache:
         mirror, fetched, _ = self._ensure(url, commit)
         return mirror, fetched
 
+    def resolve(self, url: str, commit: str) -> str:
+        """The full sha of ``commit`` (fetched into the mirror if it is not there yet)."""
+        return self._ensure(url, commit)[2]
+
     def checkout(self, url: str, commit: str, dest: Path, owner_uid: int | None = None) -> Checkout:
         """Fresh workspace at ``dest``: detached HEAD at ``commit``, clean status, no
         alternates, holding only that commit's history; owned by ``owner_uid`` when root,

@@ -65,7 +65,7 @@ def mount_loopfs(path: Path, limit_mb: int) -> Path:
     """Mount a fresh ext4 of at least `limit_mb` MiB usable space on the empty dir `path`, with
     its owner and mode; returns the (sparse) image file, next to `path`."""
     st = path.stat()
-    image = path.parent / f"{DISK_TAG}{_owner()}-{path.name}.img"
+    image = path.parent / f"{DISK_TAG}{owner_tag()}-{path.name}.img"
     size_mb = math.ceil(limit_mb / 0.97) + 4  # ext4's own overhead (~3 %) comes on top
     with open(image, "wb") as handle:
         handle.truncate(size_mb << 20)
@@ -116,20 +116,26 @@ def stale_loopfs() -> list[tuple[Path, Path]]:
             continue
         pid_ns, _, rest = name[len(DISK_TAG):].partition(".")
         pid = rest.split("-", 1)[0]
-        ours = pid_ns == _owner().split(".")[0]
+        ours = pid_ns == owner_tag().split(".")[0]
         if backing.endswith(" (deleted)") or (ours and not (pid.isdigit() and pid_alive(int(pid)))):
             mount_point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[4])
             stale.append((Path(mount_point), Path(backing.removesuffix(" (deleted)"))))
     return stale
 
 
-def _owner() -> str:
+def owner_tag() -> str:
     """<pid namespace>.<pid>: whether the owner still lives can only be told in its namespace."""
     try:
         pid_ns = str(os.stat("/proc/self/ns/pid").st_ino)
     except OSError:
         pid_ns = "0"
     return f"{pid_ns}.{os.getpid()}"
+
+
+def owner_dead(tag: str) -> bool:
+    """Whether the owner named by an `owner_tag()` is a dead process of this pid namespace."""
+    pid_ns, _, pid = tag.partition(".")
+    return pid_ns == owner_tag().split(".")[0] and not (pid.isdigit() and pid_alive(int(pid)))
 
 
 def pid_alive(pid: int) -> bool:

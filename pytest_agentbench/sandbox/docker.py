@@ -21,7 +21,8 @@ from docker.errors import APIError, ImageNotFound
 
 import pytest_agentbench.sandbox.disk as disk
 import pytest_agentbench.sandbox.docker_policy as policy
-from pytest_agentbench.paths.trees import chown_tree
+import pytest_agentbench.sandbox.layers as layers
+from pytest_agentbench.paths.trees import chown_tree, copy_tree
 from pytest_agentbench.sandbox.docker_containers import (
     DockerErrors,
     docker_host,
@@ -114,6 +115,7 @@ class DockerSandboxFactory:
         """See ports.SandboxFactory.provision: a loop-mounted ext4 where this host allows it
         ("filesystem"), otherwise "watched" (why is in every sandbox's facts)."""
         try:
+            layers.release_stale()  # before disk.provision releases stale loop filesystems
             mode, problem = disk.provision(path, disk_limit_mb, self.loopfs_problem())
         except OSError as exc:
             raise SandboxError(str(exc)) from exc
@@ -123,9 +125,34 @@ class DockerSandboxFactory:
             self._loopfs_problem = problem
         return mode
 
+    def provision_from(self, path: Path, disk_limit_mb: int | None, base: Path) -> tuple[str, str]:
+        """See ports.SandboxFactory.provision_from: an overlay where this host allows it
+        (sandbox/layers.py), else a copy."""
+        problem = layers.overlay_unavailable(self.loopfs_problem())
+        if problem is None:
+            layer = layers.layer_dir(path)
+            path.mkdir(parents=True, exist_ok=True)
+            mode = self.provision(layer, disk_limit_mb)
+            try:
+                layers.mount_overlay(path, base, layer)
+            except (OSError, subprocess.SubprocessError) as exc:
+                self.release(layer)
+                raise SandboxError(f"cannot make a view of {base} at {path}: {exc}") from exc
+            install_exit_hooks()
+            return mode, "overlay"
+        mode = self.provision(path, disk_limit_mb)
+        copy_tree(base, path)
+        return mode, "copy"
+
+    read_only_mounts = True  # a read-only mount is enforced by the engine (SandboxSpec.env_dir)
+
     def release(self, path: Path, keep: bool = False) -> None:
         """See ports.SandboxFactory.release."""
         try:
+            layer = layers.release(path, keep)
+            if layer is not None:
+                disk.release(layer)
+                return
             disk.release(path, keep)
         except (OSError, subprocess.SubprocessError) as exc:
             raise SandboxError(f"cannot release the workspace filesystem at {path}: {exc}") from exc
@@ -173,6 +200,7 @@ class DockerSandboxFactory:
             cutoff = time.time() - older_than_sec
             found = [c for c in found if c.get("Created", 0) <= cutoff]
         removed = self._remove(found)
+        layers.release_stale()
         disk.release_stale()
         return removed
 

@@ -19,6 +19,7 @@ import requests
 from docker.errors import DockerException, NotFound
 
 import pytest_agentbench.sandbox.disk as disk
+import pytest_agentbench.sandbox.layers as layers
 from pytest_agentbench.sandbox.port import SandboxError
 
 DockerErrors = (DockerException, requests.RequestException, OSError)
@@ -44,7 +45,8 @@ def install_exit_hooks() -> None:
     global _atexit_registered
     with _LIVE_LOCK:
         if not _atexit_registered:
-            atexit.register(disk.release_all)  # runs after the containers are removed
+            atexit.register(disk.release_all)  # runs after the containers are removed ...
+            atexit.register(layers.release_all)  # ... and the overlays on top of them
             atexit.register(remove_live_containers)
             _atexit_registered = True
             _sigterm_as_interrupt()

@@ -22,6 +22,7 @@ from typing import IO, Any
 
 from pytest_agentbench.paths.files import Files
 from pytest_agentbench.paths.host_files import HostFiles
+from pytest_agentbench.paths.trees import copy_tree
 from pytest_agentbench.sandbox.capture import (
     CAPTURE_CAP,
     DETERMINISTIC_ENV,
@@ -180,6 +181,14 @@ class LocalSandboxFactory:
             raise SandboxError(f"cannot bound {path}: it must be an empty directory")
         path.mkdir(parents=True, exist_ok=True)
         return "none"
+
+    def provision_from(self, path: Path, disk_limit_mb: int | None, base: Path) -> tuple[str, str]:
+        """A copy of `base` (nothing here could stop a command writing through to it)."""
+        mode = self.provision(path, disk_limit_mb)
+        copy_tree(base, path)
+        return mode, "copy"
+
+    read_only_mounts = False  # commands run on the host: SandboxSpec.env_read_only is advisory
 
     @staticmethod
     def release(path: Path, keep: bool = False) -> None:

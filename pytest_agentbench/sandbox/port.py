@@ -138,6 +138,16 @@ class SandboxFactory(Protocol):
         `release(path)` when done with it."""
         ...
 
+    def provision_from(self, path: Path, disk_limit_mb: int | None, base: Path) -> tuple[str, str]:
+        """`provision`, then `path` starts as a writable view of the directory `base` that never
+        changes `base` (an environment-cache entry): ("filesystem" | "watched" | "none", "overlay"
+        (copy-on-write, no copy made) | "copy"). `release(path)` when done with it."""
+        ...
+
+    # True when a sandbox cannot write to an `env_read_only` env dir whatever it runs, so a
+    # cache entry's env dir may be mounted as it is; False: give each attempt a copy.
+    read_only_mounts: bool
+
     def release(self, path: Path, keep: bool = False) -> None:
         """Undo `provision` once no sandbox uses `path`. keep=True: the content stays in `path`
         (a plain directory again); otherwise it may be discarded (the caller removes `path`).

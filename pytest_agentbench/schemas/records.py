@@ -84,6 +84,11 @@ class SetupInfo(Record):
     diff_stat: str = ""
     dirty_files: list[str] = Field(default_factory=list)
     reused_snapshot: bool = False
+    # the environment cache: "off" (no cache, or no setup commands), "hit", "hit_after_wait"
+    # (another worker built it meanwhile), "built" (this attempt's setup is now cached),
+    # "not_saved" (environment.json says why)
+    env_cache: str = "off"
+    env_cache_wait_sec: float = 0.0  # waiting for another worker's build of the same key
 
 
 class Result(Record):

@@ -456,12 +456,17 @@ def test_env_snapshot_is_reused_on_the_second_run(pytester: pytest.Pytester, pac
     assert len([p for p in cache.iterdir() if not p.name.startswith(".")]) == 1
 
 
-def test_setup_that_writes_into_the_workspace_is_not_snapshotted(
+def test_what_setup_writes_into_the_workspace_is_cached_with_it(
     pytester: pytest.Pytester, pack: Pack
 ) -> None:
-    setup_task(pack, "inplace", "echo built > built.txt")
+    """Issue 10: an in-place build (here one untracked file) is part of the snapshot; before,
+    such a setup was never cached and ran again on every attempt."""
+    setup_task(pack, "inplace", "test ! -e built.txt && echo built > built.txt")
     cache = pytester.path / "env-cache"
-    run_suite(pytester, f"--agentbench-env-cache={cache}").assert_outcomes(passed=1)
-    assert "built.txt" in environment_of(pytester, "inplace")["env_cache"]["not_saved"]
-    assert not cache.exists() or list(cache.iterdir()) == []
+    for verdict in ("built", "hit"):
+        run_suite(pytester, f"--agentbench-env-cache={cache}").assert_outcomes(passed=1)
+        record = attempts(run_dirs(pytester)[-1])[0]
+        assert record["setup"]["env_cache"] == verdict
+    (entry,) = [p for p in cache.iterdir() if not p.name.startswith(".")]
+    assert (entry / "repo" / "built.txt").read_text() == "built\n"
 

@@ -1,0 +1,127 @@
+"""Issue 10: what setup leaves in the workspace and in /env is cached, and what an agent does to
+either never reaches the next attempt.
+
+Three Docker attempts of one task share an env cache. Setup builds an ignored `.venv`-like tree
+and an untracked build output in the workspace and a file in /env. The first attempt builds the
+entry; its agent then tries to poison everything setup left (host-side file tools, commands in
+the container, a hard link, /env). The second attempt is a cache hit: its agent must see the
+entry exactly as setup left it, and so must scoring's pristine copy; the entry on disk is
+unchanged byte for byte. The third shows the restore is a view (overlay) where this host allows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pytest_agentbench.agents.port import AgentContext, AgentOutcome
+from pytest_agentbench.core.envcache import EnvCache
+from pytest_agentbench.core.trial import Trial
+from pytest_agentbench.core.trial_config import TrialConfig
+from pytest_agentbench.repos.mirror import MirrorCache
+from pytest_agentbench.run.hostenv import owner_uid
+from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
+from pytest_agentbench.tasks.loader import load_task
+
+ROOT = Path(__file__).resolve().parents[2]
+TASK = "fix-mean-off-by-one"
+SETUP = [
+    "mkdir -p .venv/lib build && echo original > .venv/lib/mod.py && echo built > build/out.so",
+    "echo '*' > .venv/.gitignore && echo '*' > build/.gitignore",  # ignored, as venv does
+    "echo env-original > /env/marker",
+]
+PROBE = "cat .venv/lib/mod.py build/out.so /env/marker; ls .venv/lib"
+POISON = ("echo poisoned > .venv/lib/mod.py; echo poisoned > .venv/lib/extra.py; "
+          "rm -f build/out.so; ln .venv/lib/mod.py .venv/lib/link.py; "
+          "echo poisoned >> /env/marker; echo poisoned > /env/new")
+
+
+class Probe:
+    """Reads what setup left; with `poison`, then tries to change all of it."""
+
+    name = "probe"
+
+    def __init__(self, poison: bool) -> None:
+        self.poison = poison
+        self.seen = ""
+        self.poison_result: dict[str, Any] = {}
+
+    def run(self, ctx: AgentContext) -> AgentOutcome:
+        self.seen = ctx.toolbox.call("run", {"command": PROBE}).to_dict()["stdout"]
+        if self.poison:
+            ctx.toolbox.call("write_file", {"path": "build/host-side.txt", "content": "x\n"})
+            ctx.toolbox.call("write_file", {"path": ".venv/lib/mod.py", "content": "host\n"})
+            self.poison_result = ctx.toolbox.call("run", {"command": POISON}).to_dict()
+        return AgentOutcome("finish")
+
+
+def tree_digest(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        info = path.lstat()
+        digest.update(f"{path.relative_to(root)} {info.st_mode} {info.st_size}\n".encode())
+        if path.is_file() and not path.is_symlink():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@pytest.fixture
+def task_file(tmp_path: Path) -> Path:
+    packs = tmp_path / "taskpacks"
+    shutil.copytree(ROOT / "taskpacks", packs)
+    path = packs / "custom-dev" / TASK / "task.yaml"
+    spec = yaml.safe_load(path.read_text())
+    spec["setup"] = {"commands": SETUP}
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def attempt(tmp_path: Path, task_file: Path, docker_sandboxes: Any, index: int,
+            agent: Probe) -> dict[str, Any]:
+    run_dir = tmp_path / "run"
+    cfg = TrialConfig(
+        run_id="envcache", run_dir=run_dir, work_root=tmp_path / "work", variant="v",
+        variant_config_hash="h", image=DEFAULT_IMAGE, harness_version="test",
+        attempt_index=index, attempt_label=f"attempt{index + 1}",
+        events_path=run_dir / "events.jsonl", owner_uid=owner_uid("docker"),
+        env_cache=EnvCache(tmp_path / "env-cache"),
+    )
+    trial = Trial(load_task(task_file), cfg, docker_sandboxes, MirrorCache(tmp_path / "git"), agent)
+    return trial.run().to_json_dict()
+
+
+def environment(tmp_path: Path, index: int) -> dict[str, Any]:
+    path = tmp_path / "run" / "tasks" / TASK / f"attempt{index + 1}" / "meta" / "environment.json"
+    return dict(yaml.safe_load(path.read_text()))
+
+
+def test_an_agent_cannot_alter_the_cached_environment(
+    tmp_path: Path, task_file: Path, docker_sandboxes: Any
+) -> None:
+    first = Probe(poison=True)
+    built = attempt(tmp_path, task_file, docker_sandboxes, 0, first)
+    assert built["setup"]["env_cache"] == "built", built["result"]
+    assert first.seen.split() == ["original", "built", "env-original", "mod.py"]
+    assert "Read-only file system" in first.poison_result["stderr"], first.poison_result
+    (entry,) = [p for p in (tmp_path / "env-cache").iterdir() if not p.name.startswith(".")]
+    before = tree_digest(entry / "repo"), tree_digest(entry / "env")
+
+    second = Probe(poison=False)
+    hit = attempt(tmp_path, task_file, docker_sandboxes, 1, second)
+    assert hit["setup"]["env_cache"] == "hit" and hit["setup"]["reused_snapshot"]
+    assert second.seen.split() == ["original", "built", "env-original", "mod.py"]
+    assert (tree_digest(entry / "repo"), tree_digest(entry / "env")) == before
+    for record in (built, hit):  # both reached scoring: the nop-like agent left the bug
+        assert record["result"]["failure_reason"] == "TESTS_FAILED", record["result"]
+
+    env = environment(tmp_path, 1)["env_cache"]
+    loopfs_ok = os.geteuid() == 0 and Path("/dev/loop-control").exists()
+    assert env["restore"] == ("overlay" if loopfs_ok else "copy"), env
+    assert env["restore_sec"] < 1.0, env
+    assert not list((tmp_path / "work").iterdir()), "a workspace or its layer was left behind"
