@@ -56,7 +56,27 @@ def run_doctor(build: bool = True, write: Callable[[str], None] | None = None) -
         _check_sandbox(report, factory, image)
         _check_hello_task(report, factory, image)
     _check_leftovers(report, factory)
+    _report_env_cache(report)
     return 1 if report.failed else 0
+
+
+def _report_env_cache(report: Report) -> None:
+    """The environment cache's footprint (informational: `agentbench cache prune` shrinks it)."""
+    from pytest_agentbench.run.envcaches import format_size, open_env_cache
+
+    try:
+        cache = open_env_cache(None, None, "$AGENTBENCH_ENV_CACHE_MAX_SIZE")
+    except ValueError as exc:
+        report(False, "env cache", str(exc))
+        return
+    if cache is None:
+        report(True, "env cache", "disabled ($AGENTBENCH_ENV_CACHE=none)")
+        return
+    entries, size = cache.footprint()
+    cap = cache.max_bytes or 0
+    over = " (over the cap: entries in use at the last prune)" if size > cap else ""
+    report(True, "env cache", f"{entries} entries, {format_size(size)} of {format_size(cap)}"
+           f"{over} at {cache.root} (`agentbench cache ls|prune`)")
 
 
 def _check_hello_task(report: Report, factory: Any, image: str) -> None:

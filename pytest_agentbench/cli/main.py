@@ -56,9 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--base", choices=["auto", "registry", "local"], default="auto")
     build.add_argument("--force", action="store_true")
     build.set_defaults(func=_image_build)
+    from pytest_agentbench.cli.cache import add_cache_command
     from pytest_agentbench.cli.validate import add_validate_command
 
     add_validate_command(sub)
+    add_cache_command(sub)
     try:
         from pytest_agentbench.reporting.cli import add_report_commands
     except ImportError:

@@ -15,7 +15,8 @@ import pytest
 from pytest_agentbench.plugin.hooks import AgentbenchPlugin, run_plugin
 from pytest_agentbench.plugin.items import TaskError, failure_text, is_error
 from pytest_agentbench.plugin.workers import worker_id
-from pytest_agentbench.run.hostenv import env_cache, owner_uid, pip_cache_dir, work_root
+from pytest_agentbench.run.envcaches import open_env_cache
+from pytest_agentbench.run.hostenv import owner_uid, pip_cache_dir, work_root
 from pytest_agentbench.sandbox.port import SandboxError
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ def _shared_attempt_config(run: AgentbenchPlugin, worker: str) -> SharedAttemptC
         keep_workspace=settings.keep_workspace,
         ca_bundle=settings.ca_bundle,
         pip_cache=pip_cache_dir(),
-        env_cache=env_cache(settings.env_cache),
+        env_cache=open_env_cache(settings.env_cache, settings.env_cache_max_size),
         owner_uid=owner_uid(settings.sandbox),
         redactor=run.redactor,  # every task's own secrets, not only artifacts.redact
         agent_params=settings.variant.params,

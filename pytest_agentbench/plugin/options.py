@@ -55,8 +55,15 @@ def add_options(parser: pytest.Parser) -> None:
     add(
         "--agentbench-env-cache",
         metavar="DIR|none",
-        help="post-setup environment snapshots keyed by setup commands, commit and image; a "
-        "re-run skips its setup (default ~/.cache/agentbench/envs; none disables)",
+        help="post-setup environments (the workspace with what setup left in it, and /env) "
+        "keyed by setup commands, network policy, commit and image; a re-run skips its setup "
+        "(default ~/.cache/agentbench/envs; none disables)",
+    )
+    add(
+        "--agentbench-env-cache-max-size",
+        metavar="SIZE",
+        help="cap of the environment cache, e.g. 500M or 20G: least recently used entries are "
+        "evicted past it (default 20G)",
     )
     add(
         "--agentbench-git-cache",
@@ -78,5 +85,7 @@ def add_options(parser: pytest.Parser) -> None:
         ("quarantine", "run|skip|only"),
         ("ca_bundle", "CA bundle path|auto|none"),
         ("image", "runner image"),
+        ("env_cache", "environment cache dir|none"),
+        ("env_cache_max_size", "environment cache cap, e.g. 20G"),
     ]:
         parser.addini(f"agentbench_{name}", help_, default=None)

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from pytest_agentbench.agents.variants import Variant, load_variant
+from pytest_agentbench.run.envcaches import parse_size
 from pytest_agentbench.run.hostenv import resolve_ca_bundle
 
 Lookup = Callable[[str], Any]
@@ -61,6 +62,8 @@ class RunSettings:
     """Mirror cache root, or None for the default."""
     env_cache: str | None
     """Environment cache root as given (`none` disables; None: the default)."""
+    env_cache_max_size: str | None = None
+    """Environment cache cap as given (`20G`; checked when settings are built; None: default)."""
     llm: Mapping[str, Any] = field(default_factory=dict)
     """Model options from the command line (model, base_url, preset, ...); only those given."""
 
@@ -107,7 +110,8 @@ def build_settings(
         keep_workspace=bool(option("keep_workspace")),
         ca_bundle=Path(ca_bundle) if ca_bundle else None,
         git_cache=Path(git_cache) if git_cache else None,
-        env_cache=option("env_cache"),
+        env_cache=option("env_cache") or ini("env_cache") or None,
+        env_cache_max_size=_size(option("env_cache_max_size"), ini("env_cache_max_size")),
         llm=_llm_options(option),
     )
 
@@ -148,6 +152,16 @@ def _attempts(given: Any, from_ini: Any) -> int:
     if attempts < 1:
         raise ValueError("--agentbench-attempts: expected a positive integer")
     return attempts
+
+
+def _size(given: Any, from_ini: Any) -> str | None:
+    """The env-cache cap as given, checked now so that a typo is one usage line."""
+    if not (given or from_ini):
+        return None
+    where = ("--agentbench-env-cache-max-size" if given
+             else "agentbench_env_cache_max_size (ini)")
+    parse_size(str(given or from_ini), where)
+    return str(given or from_ini)
 
 
 def _quarantine(given: Any, from_ini: Any) -> str:
