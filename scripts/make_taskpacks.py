@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Regenerate the bundled taskpacks' repository and reference fixes, deterministically.
 
-One small library, `minilib`, lives in `taskpacks/_shared/minilib.bundle`. Its `main` branch is
-correct; every task has a branch `task/<id>` with one commit that breaks something. A task pins
-that commit, and its `oracle.patch` is the reverse diff of the non-test files. Fixed author and
-dates make the commit ids stable, so task.yaml files can pin them.
+Two small libraries, each a git bundle in `taskpacks/_shared/`: `minilib.bundle` (sources in
+taskpack_sources.py; custom-dev and custom-heldout) and `tallylib.bundle`, an installable package
+(taskpack_tallylib.py; custom-setups). A library's `main` branch is correct; every task has a
+branch `task/<id>` with one commit that breaks something. A task pins that commit, and its
+`oracle.patch` is the reverse diff of the non-test files. Fixed author and dates make the commit
+ids stable, so task.yaml files can pin them; a library's ids do not depend on the other's.
 
     python scripts/make_taskpacks.py          # rewrite bundle + oracle patches, print commit ids
 """
@@ -19,10 +21,18 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from taskpack_sources import BASE_FILES, TASKS  # noqa: E402
+import taskpack_sources  # noqa: E402
+import taskpack_tallylib  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT / "taskpacks" / "_shared"
+# name -> (files of `main`, tasks, first commit's message)
+LIBRARIES = {
+    "minilib": (taskpack_sources.BASE_FILES, taskpack_sources.TASKS,
+                "minilib: a tiny library for agentbench taskpacks"),
+    "tallylib": (taskpack_tallylib.BASE_FILES, taskpack_tallylib.TASKS,
+                 "tallylib: an installable library for agentbench taskpacks"),
+}
 ENV = {
     **os.environ, "GIT_AUTHOR_NAME": "agentbench", "GIT_AUTHOR_EMAIL": "tasks@agentbench.invalid",
     "GIT_COMMITTER_NAME": "agentbench", "GIT_COMMITTER_EMAIL": "tasks@agentbench.invalid",
@@ -46,10 +56,10 @@ def write(repo: Path, files: dict[str, str | None]) -> None:
             path.write_text(content)
 
 
-def oracle_patch(repo: Path, task: dict) -> str:
+def oracle_patch(repo: Path, task: dict, base_files: dict[str, str | None]) -> str:
     """The diff from the buggy commit to the fixed state: `fix` files if given, else the base
     version of every non-test file the bug touched (made on a branch that is not bundled)."""
-    fix = task.get("fix") or {path: BASE_FILES.get(path) for path in task["bug"]
+    fix = task.get("fix") or {path: base_files.get(path) for path in task["bug"]
                               if not path.startswith("tests/")}
     git(repo, "checkout", "-q", "-b", "scratch-fix")
     write(repo, fix)
@@ -68,30 +78,37 @@ def pin_commit(task_yaml: Path, commit: str) -> None:
         task_yaml.write_text(text)
 
 
+def make_library(name: str, tmp: Path) -> None:
+    base_files, tasks, message = LIBRARIES[name]
+    repo = tmp / name
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    write(repo, base_files)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    base = git(repo, "rev-parse", "HEAD").strip()
+    print(f"{name} base {base}")
+    for task_id, task in tasks.items():
+        git(repo, "checkout", "-q", "-b", f"task/{task_id}", base)
+        write(repo, task["bug"])
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", f"task {task_id}: {task['title']}")
+        commit = git(repo, "rev-parse", "HEAD").strip()
+        print(f"{task_id} {commit}")
+        suite_dir = ROOT / "taskpacks" / task["suite"] / task_id
+        if task.get("oracle", True):
+            suite_dir.mkdir(parents=True, exist_ok=True)
+            (suite_dir / "oracle.patch").write_text(oracle_patch(repo, task, base_files))
+        pin_commit(suite_dir / "task.yaml", commit)
+    git(repo, "checkout", "-q", "main")
+    SHARED.mkdir(parents=True, exist_ok=True)
+    git(repo, "bundle", "create", str(SHARED / f"{name}.bundle"), "--all")
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        repo = Path(tmp) / "minilib"
-        repo.mkdir()
-        git(repo, "init", "-q", "-b", "main")
-        write(repo, BASE_FILES)
-        git(repo, "add", "-A")
-        git(repo, "commit", "-q", "-m", "minilib: a tiny library for agentbench taskpacks")
-        base = git(repo, "rev-parse", "HEAD").strip()
-        print(f"base {base}")
-        for task_id, task in TASKS.items():
-            git(repo, "checkout", "-q", "-b", f"task/{task_id}", base)
-            write(repo, task["bug"])
-            git(repo, "add", "-A")
-            git(repo, "commit", "-q", "-m", f"task {task_id}: {task['title']}")
-            commit = git(repo, "rev-parse", "HEAD").strip()
-            print(f"{task_id} {commit}")
-            suite_dir = ROOT / "taskpacks" / task["suite"] / task_id
-            if task.get("oracle", True):
-                (suite_dir / "oracle.patch").write_text(oracle_patch(repo, task))
-            pin_commit(suite_dir / "task.yaml", commit)
-        git(repo, "checkout", "-q", "main")
-        SHARED.mkdir(parents=True, exist_ok=True)
-        git(repo, "bundle", "create", str(SHARED / "minilib.bundle"), "--all")
+        for name in LIBRARIES:
+            make_library(name, Path(tmp))
 
 
 if __name__ == "__main__":

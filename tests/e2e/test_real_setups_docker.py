@@ -1,0 +1,77 @@
+"""Issue 10 item 1: the bundled custom-setups suite through the plugin, in Docker, with -n 2.
+
+Its tasks set themselves up the way real repositories do: a venv of their own with an editable
+install (`venv-editable`, and `slow-setup-20s` with numpy, pandas and scipy), a plain
+`pip install -e .` (`pip-editable`) and a plain `pip install <package>` (`plain-pip`), all from
+PyPI under `network_policy: setup_only`. On 221295f (PIP_USER=1 in the runner image) the venv
+tasks were SETUP_FAILED. Each must pass under the oracle and fail, for the tests, under nop.
+
+Both runs share one HOME (so the second reuses the first's pip cache) and take about a minute
+each on two cores. Without a Docker daemon they skip, except under CI=true.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.plugin_runs import TASKPACKS, PytestRun, run_env, run_pytest
+
+SUITE = "custom-setups"
+TASKS = ("pip-editable", "plain-pip", "slow-setup-20s", "venv-editable")
+SETUP_COMMANDS = {"pip-editable": 1, "plain-pip": 1, "slow-setup-20s": 2, "venv-editable": 2}
+
+
+@pytest.fixture(scope="module")
+def root(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("setups")
+
+
+def run_suite(root: Path, variant: str) -> PytestRun:
+    out = root / variant
+    args = ["-p", "no:cacheprovider", "--agentbench-suite", SUITE,
+            f"--agentbench-taskpacks={TASKPACKS}", f"--agentbench-out={out}",
+            f"--agentbench-variant={variant}", "-n", "2"]
+    return run_pytest(args, cwd=root, env=run_env(root / "home"), out=out, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def oracle_run(root: Path) -> PytestRun:
+    return run_suite(root, "oracle")
+
+
+@pytest.fixture(scope="module")
+def nop_run(root: Path, oracle_run: PytestRun) -> PytestRun:
+    return run_suite(root, "nop")  # after the oracle run: its pip cache is warm
+
+
+def check_setups(run: PytestRun) -> dict[str, dict[str, Any]]:
+    records = run.run_dir.records_by_task()
+    assert sorted(records) == list(TASKS), run.tail()
+    for task, record in records.items():
+        setup = record["setup"]
+        assert record["result"]["failure_reason"] != "SETUP_FAILED", (task, record["result"])
+        assert setup["ok"], (task, setup)
+        if not setup.get("reused_snapshot"):  # a restored environment runs no command
+            assert setup["network"] and setup["commands"] == SETUP_COMMANDS[task], (task, setup)
+        assert not setup["dirty_files"], (task, setup)  # .venv, *.egg-info: ignored, not dirty
+    return records
+
+
+def test_every_task_passes_under_the_oracle(oracle_run: PytestRun) -> None:
+    oracle_run.assert_outcomes(passed=len(TASKS))
+    assert oracle_run.xdist_items == len(TASKS) and oracle_run.returncode == 0
+    for task, record in check_setups(oracle_run).items():
+        assert record["result"]["passed"], (task, record["result"])
+        assert record["pytest_outcome"] == "passed"
+
+
+def test_every_task_fails_its_tests_under_nop(nop_run: PytestRun) -> None:
+    nop_run.assert_outcomes(failed=len(TASKS))
+    for task, record in check_setups(nop_run).items():
+        result = record["result"]
+        assert result["failure_reason"] == "TESTS_FAILED", (task, result)
+        assert result["tests_failed"] >= 1 and result["tests_passed"] >= 1, (task, result)
+        assert record["baseline_validation"]["failed_as_expected"], task
