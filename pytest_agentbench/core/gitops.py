@@ -133,6 +133,14 @@ class Snapshotter:
         self.gitdir = lines[1]
 
     def _exec(self, script: str, old: str) -> ExecResult:
+        head, env = self._head(old)
+        return self.sandbox.exec(
+            head + sh.PRELUDE + sh.FP + script, timeout_sec=self.timeout_sec, env=env,
+            full_output=True,
+        )
+
+    def _head(self, old: str) -> tuple[str, dict[str, str]]:
+        """The variables every snapshot script starts with, and its environment."""
         assert self.gitdir is not None
         excl = base64.b64encode(self.excludes).decode()
         env = {
@@ -144,20 +152,46 @@ class Snapshotter:
             f"GD={shlex.quote(self.gitdir)} BASE={shlex.quote(self.base)} OLD={old}"
             f" ATTRS={base64.b64encode(sh.ATTRIBUTES).decode()}\n"
         )
-        return self.sandbox.exec(
-            head + sh.PRELUDE + sh.FP + script, timeout_sec=self.timeout_sec, env=env,
-            full_output=True,
-        )
+        return head, env
+
+    # -- a snapshot folded into the next command's exec (core/snapshot_fold.py) ---------------
+    def can_fold(self) -> bool:
+        """Whether the next snapshot can run at the start of a command's exec: the git dir is
+        there and its fingerprint known (else the snapshot needs its own exec, and may rebuild)."""
+        return self.gitdir is not None and not self.removed and bool(self.fingerprint)
+
+    def fold_script(self, old: str, command: str) -> tuple[str, dict[str, str]]:
+        """The script (and its environment) that snapshots and diffs from `old`, prints the
+        result as one block (git_scripts.FOLD_TAIL), then runs `command` as `bash -c` would;
+        or prints a deferral and runs nothing."""
+        _check_tree(old)
+        head, env = self._head(old)
+        env["AGENTBENCH_FOLD_EXPECT"] = env.pop("EXPECT")
+        body = ("exec 2>/dev/null\nEXPECT=$AGENTBENCH_FOLD_EXPECT\n" + head + sh.PRELUDE + sh.FP
+                + sh.CHECK + sh.UPDATE + sh.SNAPSHOT_DIFF)
+        script = "_ab_snap() (\n" + body + ")\n" + sh.FOLD_TAIL.replace(
+            "CMD", shlex.quote(command))
+        return script, env
+
+    def accept_fold(self, old: str, block: str) -> tuple[str, DiffStat]:
+        """The tree and diff from a folded snapshot's block (what `snapshot_diff(old)` returns);
+        SnapshotError if the block is not a whole snapshot."""
+        self.removed = False
+        tree, raw = self._accept_text(block, ok=True, detail="(the folded snapshot is incomplete)")
+        return tree, _diffstat(self.sandbox, old, tree, raw, self.timeout_sec)
 
     def _accept(self, result: ExecResult) -> tuple[str, tuple[bytes, bytes]]:
         text = result.full_stdout if result.full_stdout is not None else result.stdout
+        what = "a nested git repository" if result.exit_code == sh.NESTED_REPO_EXIT else "git"
+        detail = result.stderr.strip()[-300:] or "the diff is too large to record"
+        return self._accept_text(text, result.ok, f"({what}): {detail}")
+
+    def _accept_text(self, text: str, ok: bool, detail: str) -> tuple[str, tuple[bytes, bytes]]:
         lines = text.split("\n", 4)
-        if (not result.ok or len(lines) != 5 or not _is_tree(lines[0]) or lines[3] != "END"
+        if (not ok or len(lines) != 5 or not _is_tree(lines[0]) or lines[3] != "END"
                 or not lines[4].strip()):
             self.fingerprint = ""  # whatever git left behind is rebuilt next time
-            what = "a nested git repository" if result.exit_code == sh.NESTED_REPO_EXIT else "git"
-            detail = result.stderr.strip()[-300:] or "the diff is too large to record"
-            raise SnapshotError(f"git snapshot failed ({what}): {detail}")
+            raise SnapshotError(f"git snapshot failed {detail}")
         tree, self.fingerprint = lines[0], lines[4].rstrip("\n")
         self.base = self.base or tree
         return tree, (_b64(lines[1]), _b64(lines[2]))

@@ -5,26 +5,34 @@ Wraps the Toolbox so agents need no cooperation: each call goes to `agent/tool_c
 may have changed files the workspace tree is compared with the last snapshot; a change becomes
 `diffs/step_NNNN.patch` and a `patch_applied` event. Snapshots come from one `Snapshotter` per
 sandbox (core/gitops.py), whose first tree is the base of the final diff.
+
+The snapshot after a step is taken when it is next needed, and always before anything can change
+the workspace again: at the start of the next command's exec (folded into it, one exec instead
+of two: core/snapshot_fold.py), in an exec of its own before a host-side edit, before the final
+diff, or at `close`. Read-only tools (they never write) do not wait for it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pytest_agentbench.agents.port import AgentOutcome
 from pytest_agentbench.core.events import EventSink
-from pytest_agentbench.core.gitops import SnapshotError, Snapshotter
+from pytest_agentbench.core.gitops import DiffStat, SnapshotError, Snapshotter
 from pytest_agentbench.core.rundir import AttemptPaths
+from pytest_agentbench.core.snapshot_fold import FoldingSandbox, foldable, split_fold
 from pytest_agentbench.paths.globs import matches_any
-from pytest_agentbench.sandbox.port import Sandbox, SandboxError
+from pytest_agentbench.sandbox.port import ExecResult, Sandbox, SandboxError
 from pytest_agentbench.schemas.events import Note, PatchApplied, utc_now
 from pytest_agentbench.schemas.records import AgentStats
 from pytest_agentbench.tools.toolbox import Toolbox, ToolResult
 
 MUTATING = frozenset({"apply_patch", "write_file", "remove_file", "run"})
+HOST_EDITS = MUTATING - {"run"}  # they write through the host: the pending snapshot comes first
 
 
 class RecordingToolbox:
@@ -48,6 +56,11 @@ class RecordingToolbox:
         self.snapshots = Snapshotter(sandbox)
         self.base_tree = self.snapshots.snapshot()
         self.last_tree = self.base_tree
+        self.pending: int | None = None  # the step whose snapshot is still to be taken
+        self.snapshot_ms = 0.0  # host time spent in step snapshots (the folded ones' own part)
+        self.folded = self.deferred = 0  # step snapshots folded into a command's exec, or not
+        # The tools' commands go through the fold (the toolbox runs commands only in `run`).
+        inner.sandbox = FoldingSandbox(sandbox, self._exec)
         self.diff_steps = 0
         self.changed_files: list[str] = []
         self.final_patch = ""
@@ -61,6 +74,8 @@ class RecordingToolbox:
             asked = arguments.get("timeout_sec") or self.policy.tool_timeout_sec
             if isinstance(asked, int | float):
                 arguments = {**arguments, "timeout_sec": min(float(asked), remaining)}
+        if name in HOST_EDITS:
+            self._settle()
         try:
             result = self.inner.call(name, arguments)
         except BaseException as exc:  # the sandbox died (or worse): the call is still recorded
@@ -78,7 +93,7 @@ class RecordingToolbox:
                 self.edits_refused += 1
         self._log_call(name, arguments, result.to_dict())
         if name in MUTATING:
-            self._snapshot_step()
+            self.pending = self.step
         return result
 
     def _log_call(self, name: str, arguments: dict[str, Any], result: dict[str, Any]) -> None:
@@ -92,33 +107,68 @@ class RecordingToolbox:
         with (self.paths.root / "agent" / "tool_calls.jsonl").open("ab") as fh:
             fh.write(data + b"\n")
 
-    def _snapshot_step(self) -> None:
-        rebuilds = self.snapshots.rebuilds
+    def _settle(self) -> None:
+        """Take the pending step's snapshot now, in an exec of its own."""
+        if self.pending is None:
+            return
+        step, self.pending = self.pending, None
+        rebuilds, started = self.snapshots.rebuilds, time.perf_counter()
         try:
             tree, diff = self.snapshots.snapshot_diff(self.last_tree)
-            if self.snapshots.rebuilds > rebuilds:
-                self.events.emit(Note(
-                    kind="snapshot_rebuilt",
-                    message="the harness's snapshot index was changed or removed; rebuilt",
-                ))
-            if tree == self.last_tree:
-                return
         except SnapshotError as exc:  # the agent's doing; the final diff decides its fate
             self.events.emit(Note(kind="snapshot_failed", message=str(exc)[:300]))
             return
+        finally:
+            self.snapshot_ms += (time.perf_counter() - started) * 1000
+        if self.snapshots.rebuilds > rebuilds:
+            self.events.emit(Note(
+                kind="snapshot_rebuilt",
+                message="the harness's snapshot index was changed or removed; rebuilt",
+            ))
+        self._record_step(step, tree, diff)
+
+    def _exec(self, command: str, timeout_sec: float, env: Mapping[str, str] | None,
+              cwd: str | None, full_output: bool) -> ExecResult:
+        """A tool's command, with the pending snapshot folded in front of it when it can be."""
+        if (self.pending is not None and self.snapshots.can_fold()
+                and foldable(command, timeout_sec, env, cwd, full_output)):
+            step, old = self.pending, self.last_tree
+            started = time.perf_counter()
+            script, fold_env = self.snapshots.fold_script(old, command)
+            folded = split_fold(self.sandbox.exec(script, timeout_sec=timeout_sec, env=fold_env))
+            if folded.result is not None and folded.block is not None:
+                self.pending, self.folded = None, self.folded + 1
+                self.snapshot_ms += folded.snapshot_us / 1000
+                try:
+                    tree, diff = self.snapshots.accept_fold(old, folded.block)
+                except SnapshotError as exc:
+                    self.events.emit(Note(kind="snapshot_failed", message=str(exc)[:300]))
+                else:
+                    self._record_step(step, tree, diff)
+                return folded.result
+            # Deferred or cut short: the command did not run. The snapshot goes first, alone.
+            self.deferred += 1
+            self.snapshot_ms += (time.perf_counter() - started) * 1000
+            self.snapshots.fingerprint = folded.fingerprint or ""
+        self._settle()
+        return self.sandbox.exec(command, timeout_sec=timeout_sec, env=env, cwd=cwd,
+                                 full_output=full_output)
+
+    def _record_step(self, step: int, tree: str, diff: DiffStat) -> None:
+        if tree == self.last_tree:
+            return
         self.last_tree = tree
         self.diff_steps += 1
-        path = self.paths.root / "diffs" / f"step_{self.step:04d}.patch"
+        path = self.paths.root / "diffs" / f"step_{step:04d}.patch"
         path.write_text(self.redact(diff.patch), "utf-8")
         self.events.emit(
-            PatchApplied(
-                step=self.step, changed_files=diff.files, diff_path=self.paths.relative(path)
-            ),
+            PatchApplied(step=step, changed_files=diff.files, diff_path=self.paths.relative(path)),
             actor="tool",
         )
 
     def final_diff(self) -> tuple[list[str], int, str]:
         try:  # the last snapshot also removes the snapshot git dir
+            self._settle()
             diff = self.snapshots.snapshot_diff(self.base_tree, last=True)[1]
         except BaseException:
             self.snapshots.close()
@@ -128,8 +178,10 @@ class RecordingToolbox:
         return diff.files, diff.lines_changed, diff.patch
 
     def close(self) -> None:
-        """Remove the snapshot git dir if `final_diff` did not (on the local sandbox it lives in
-        the host's /tmp); best effort, safe to call twice."""
+        """Record the pending step and remove the snapshot git dir if `final_diff` did not (on
+        the local sandbox it lives in the host's /tmp); best effort, safe to call twice."""
+        with contextlib.suppress(SandboxError):
+            self._settle()
         self.snapshots.close()
 
     def final_diff_violation(self) -> str | None:

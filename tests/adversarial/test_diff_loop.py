@@ -9,15 +9,18 @@ retargets), file <-> directory swaps, hard links, binary and non-UTF-8 content, 
 hide its files, files the repository ignores, assume-unchanged bits and stat config written into
 its own .git, commits, and the harness's own snapshot dir removed or tampered with.
 
-After every tool call the step patch the RecordingToolbox wrote is applied to a shadow copy of
+After every tool call the step patches the RecordingToolbox wrote are applied to a shadow copy of
 the pre-agent workspace, and the shadow is compared file by file (bytes + executable bit, symlink
-targets) with the workspace on the host. At the end the final diff is applied to a fresh
-pre-agent copy the way scoring does, compared the same way, and its changed paths must be exactly
-the paths that differ. Zero differences are allowed.
+targets) with the workspace on the host as it was after the last step whose snapshot was taken
+(a step's snapshot may wait for the next call: folded into the next command's exec, or taken
+before the next host-side edit; some rounds run two commands in a row for that). At the end the
+final diff is applied to a fresh pre-agent copy the way scoring does, compared the same way, and
+its changed paths must be exactly the paths that differ. Zero differences are allowed.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import shlex
 import subprocess
@@ -35,7 +38,7 @@ from tests.support.diff_bench import (
     tree_state,
 )
 
-ROUNDS = 40
+ROUNDS = int(os.environ.get("AGENTBENCH_DIFF_LOOP_ROUNDS", "40"))  # a knob for long soaks
 SHELL_EDITS_PER_ROUND = 30
 DIRS = ["", "src", "src/pkg", "tests", "docs", "new/deep/dir", "we ird", "ünï"]
 NAMES = [
@@ -313,27 +316,44 @@ def test_recorded_diff_equals_the_workspace_over_1000_fast_edits(
         done = bench.run(command).stdout
         for i, op in enumerate(ops):
             agent.counts[f"run:{op}" + ("" if f"@ok{i}\n" in done else ":no-op")] += 1
+    states: dict[int, State] = {}
+    applied = 0  # the step patches up to this step are in the shadow
     try:
         for _round in range(ROUNDS):
-            for call in (shell_round, agent.tool_edit):
+            calls = [shell_round, agent.tool_edit]
+            if rng.random() < 0.5:  # two commands in a row: the first one's snapshot is folded
+                calls.insert(0, shell_round)
+            for call in calls:
                 call()
                 step = bench.toolbox.step
-                patch = bench.paths.root / "diffs" / f"step_{step:04d}.patch"
-                if patch.exists():
-                    apply_step(shadow, patch)
-                found = differences(tree_state(shadow, repo_ignores),
-                                    tree_state(bench.repo, repo_ignores))
+                states[step] = tree_state(bench.repo, repo_ignores)
+                pending = getattr(bench.toolbox, "pending", None)
+                settled = step if pending is None else pending - 1
+                for done_step in range(applied + 1, settled + 1):
+                    patch = bench.paths.root / "diffs" / f"step_{done_step:04d}.patch"
+                    if patch.exists():
+                        apply_step(shadow, patch)
+                applied = max(applied, settled)
+                if settled == 0:
+                    continue
+                found = differences(tree_state(shadow, repo_ignores), states[settled])
                 checks += 1
                 mismatches += bool(found)
                 notes = [e for e in bench.events.emitted if e.get("type") == "note"]
-                assert not found, (f"step {step} ({kind}, seed {seed}):\n" + "\n".join(found[:20])
-                                   + f"\nnotes: {notes[-3:]}")
+                assert not found, (f"step {settled} ({kind}, seed {seed}):\n"
+                                   + "\n".join(found[:20]) + f"\nnotes: {notes[-3:]}")
         notes = [e for e in bench.events.emitted if e.get("type") == "note"]
         failed = [e for e in notes if e.get("kind") == "snapshot_failed"]
         assert not failed, failed
         before = tree_state(bench.pristine, repo_ignores)
         after = tree_state(bench.repo, repo_ignores)
         scored = tree_state(bench.scored_copy(), repo_ignores)
+        for done_step in range(applied + 1, bench.toolbox.step + 1):  # settled by final_diff
+            patch = bench.paths.root / "diffs" / f"step_{done_step:04d}.patch"
+            if patch.exists():
+                apply_step(shadow, patch)
+        last = differences(tree_state(shadow, repo_ignores), states[bench.toolbox.step])
+        assert not last, "the last step's patch:\n" + "\n".join(last[:20])
         final = differences(scored, after)
         assert not final, "final diff applied to the pre-agent copy:\n" + "\n".join(final[:20])
         assert set(bench.toolbox.final_diff()[0]) == changed_paths(before, after)
@@ -341,7 +361,10 @@ def test_recorded_diff_equals_the_workspace_over_1000_fast_edits(
         bench.close()
     edits = sum(n for op, n in agent.counts.items() if not op.endswith((":no-op", ":refused")))
     rebuilt = sum(1 for e in bench.events.emitted if e.get("kind") == "snapshot_rebuilt")
-    print(f"\n{kind}: {edits} edits in {ROUNDS * 2} tool calls, {checks} comparisons, "
+    folded, deferred = bench.toolbox.folded, bench.toolbox.deferred
+    print(f"\n{kind}: {edits} edits in {bench.toolbox.step} tool calls, {checks} comparisons, "
           f"{mismatches} differences, {rebuilt} snapshot rebuilds after tampering, "
+          f"{folded} snapshots folded into the next command, {deferred} deferred, "
           f"{time.monotonic() - started:.1f}s; by kind: {dict(sorted(agent.counts.items()))}")
-    assert edits >= 1000
+    assert edits >= 25 * ROUNDS
+    assert folded >= ROUNDS // 2, "the folded snapshot path was hardly exercised"
