@@ -113,17 +113,20 @@ def setup(at: Attempt) -> Sandbox:
         phase = "setup" if commands else "agent"
         sandbox = at.open_sandbox(network=setup_net if commands else agent_net, phase=phase)
         try:
-            _run_setup_commands(at, sandbox, commands)
-            for command in spec.setup.capture:
-                at.run_command(sandbox, "capture", command, spec.environment.tool_timeout_sec)
-            dirty, stat = dirty_tracked_files(sandbox)
-            info.dirty_files, info.diff_stat = dirty, stat
-            at.paths.log("setup_diff_stat.txt").write_text(stat + "\n", "utf-8")
-            if dirty:
+            if at.cache_hold is not None:
+                _reuse_capture_logs(at, at.cache_hold)  # the entry was verified clean when built
+            else:
+                _run_setup_commands(at, sandbox, commands)
+                for command in spec.setup.capture:
+                    at.run_command(sandbox, "capture", command, spec.environment.tool_timeout_sec)
+                dirty, stat = dirty_tracked_files(sandbox)
+                info.dirty_files, info.diff_stat = dirty, stat
+                at.paths.log("setup_diff_stat.txt").write_text(stat + "\n", "utf-8")
+            if info.dirty_files:
                 info.ok = False
                 raise Failure(
                     Reason.SETUP_DIRTY_WORKTREE,
-                    f"setup changed tracked files: {', '.join(dirty[:5])}",
+                    f"setup changed tracked files: {', '.join(info.dirty_files[:5])}",
                 )
             info.ok = True
             if commands and at.cache_key is not None:
@@ -134,6 +137,20 @@ def setup(at: Attempt) -> Sandbox:
         sandbox.close()
         sandbox = at.open_sandbox(network=agent_net, phase="agent")
     return sandbox
+
+
+CAPTURE_LOGS = ("capture_stdout.txt", "capture_stderr.txt", "setup_diff_stat.txt")
+
+
+def _reuse_capture_logs(at: Attempt, hold: CacheHold) -> None:
+    """A cache hit runs neither setup nor the capture commands: what they recorded about this
+    environment when it was built (pip freeze, the clean diff stat) is copied from the entry."""
+    for name in CAPTURE_LOGS:
+        saved = hold.path / "logs" / name
+        if saved.is_file():
+            target = at.paths.log(name)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(saved.read_bytes())
 
 
 def _run_setup_commands(at: Attempt, sandbox: Sandbox, commands: list[str]) -> None:
@@ -176,8 +193,9 @@ def _save_env_snapshot(at: Attempt, setup_sec: float) -> str:
         info["not_saved"] = "another worker was building this environment (the wait timed out)"
         return "not_saved"
     started = time.monotonic()
+    logs = [at.paths.log(name) for name in CAPTURE_LOGS]
     hold, why_not = cache.publish(
-        claim, key, at.workspace / "repo", at.env_dir,
+        claim, key, at.workspace / "repo", at.env_dir, [p for p in logs if p.is_file()],
         {"task": at.spec.id, "suite": at.spec.suite, "commit": at.found.commit,
          "setup_sec": round(setup_sec, 3)},
     )

@@ -167,10 +167,11 @@ class EnvCache:
                 return Claim(waited_sec=waited)
             time.sleep(CLAIM_POLL_SEC)
 
-    def publish(self, claim: Claim, key: str, repo: Path, env: Path,
+    def publish(self, claim: Claim, key: str, repo: Path, env: Path, logs: list[Path],
                 meta: dict[str, Any]) -> tuple[CacheHold | None, str | None]:
         """Copy a clean post-setup state into the cache under `key` (the caller builds it:
-        `claim.building`), then evict down to the cap. Returns the entry, held, or why not."""
+        `claim.building`), with the `logs` that describe it (under `logs/`), then evict down
+        to the cap. Returns the entry, held, or why not."""
         if not claim.building:
             return None, "another worker was building this environment"
         final = self.root / key
@@ -179,6 +180,9 @@ class EnvCache:
             tmp.mkdir(parents=True)
             copy_tree(repo, tmp / "repo")
             copy_tree(env, tmp / "env")
+            (tmp / "logs").mkdir()
+            for log in logs:
+                (tmp / "logs" / log.name).write_bytes(log.read_bytes())
             size, files = tree_size(tmp)
             if self.max_bytes is not None and size > self.max_bytes:
                 return None, f"the environment ({size >> 20} MiB) is larger than the cache cap"

@@ -35,7 +35,7 @@ def build(cache: EnvCache, key: str, tmp: Path, size: int = MB) -> None:
     claim = cache.claim(key, wait_sec=5)
     assert claim.building
     repo, env = make_state(tmp / key, size, key)
-    hold, why = cache.publish(claim, key, repo, env, {"task": key})
+    hold, why = cache.publish(claim, key, repo, env, [], {"task": key})
     assert hold is not None, why
     hold.close()
 
@@ -94,7 +94,7 @@ def test_an_entry_larger_than_the_cap_is_not_kept(tmp_path: Path) -> None:
     cache = EnvCache(tmp_path / "cache", max_bytes=MB // 2)
     claim = cache.claim("big", wait_sec=1)
     repo, env = make_state(tmp_path / "big", MB)
-    hold, why = cache.publish(claim, "big", repo, env, {})
+    hold, why = cache.publish(claim, "big", repo, env, [], {})
     assert hold is None and "larger than the cache cap" in str(why)
     assert cache.entries() == [] and not [p for p in cache.root.iterdir() if p.name != ".locks"]
     claim.release()
@@ -111,7 +111,7 @@ def _racer(root: str, key: str, tmp: str, out: str) -> None:
         if claim.building:
             time.sleep(0.5)  # a setup that takes a while
             repo, env = make_state(Path(tmp) / f"{os.getpid()}", MB // 4, key)
-            hold, _ = cache.publish(claim, key, repo, env, {})
+            hold, _ = cache.publish(claim, key, repo, env, [], {})
     assert hold is not None
     marker = (hold.env / "marker").read_text()
     Path(out).write_text(json.dumps({"verdict": verdict, "marker": marker}))
