@@ -125,3 +125,42 @@ def test_an_agent_cannot_alter_the_cached_environment(
     assert env["restore"] == ("overlay" if loopfs_ok else "copy"), env
     assert env["restore_sec"] < 1.0, env
     assert not list((tmp_path / "work").iterdir()), "a workspace or its layer was left behind"
+
+
+@pytest.mark.parametrize("how", ["overlay", "copy", "local"])
+def test_a_view_of_an_entry_is_writable_and_never_writes_through(
+    tmp_path: Path, docker_sandboxes: Any, how: str
+) -> None:
+    """SandboxFactory.provision_from, each way it can be made: the view starts with the base's
+    content and owner, takes writes, deletions and a hard link, and the base never changes; the
+    view is gone after release."""
+    from pytest_agentbench.sandbox.docker import DockerSandboxFactory
+    from pytest_agentbench.sandbox.local import LocalSandboxFactory
+
+    if how == "overlay" and docker_sandboxes.loopfs_problem() is not None:
+        pytest.skip(f"no overlay here: {docker_sandboxes.loopfs_problem()}")
+    factory: Any = LocalSandboxFactory() if how == "local" else DockerSandboxFactory(
+        docker_sandboxes.client)
+    if how == "copy":
+        factory._loopfs_problem = "forced by the test"
+    base = tmp_path / "entry"
+    (base / "pkg").mkdir(parents=True)
+    (base / "pkg" / "mod.py").write_text("original\n")
+    (base / "gone.txt").write_text("x\n")
+    before = tree_digest(base)
+    view = tmp_path / "attempt" / "repo"
+    view.parent.mkdir()
+    mode, made = factory.provision_from(view, 64, base)
+    assert made == ("overlay" if how == "overlay" else "copy")
+    assert (view / "pkg" / "mod.py").read_text() == "original\n"
+    assert view.stat().st_uid == base.stat().st_uid
+    with (view / "pkg" / "mod.py").open("a") as handle:
+        handle.write("changed\n")
+    (view / "gone.txt").unlink()
+    os.link(view / "pkg" / "mod.py", view / "pkg" / "linked.py")
+    (view / "new.txt").write_text("new\n")
+    assert tree_digest(base) == before
+    factory.release(view)
+    assert tree_digest(base) == before
+    assert not os.path.ismount(view)
+    shutil.rmtree(tmp_path / "attempt")
