@@ -68,7 +68,10 @@ def sweep_run(run_id: str) -> int:
 
     client = docker.from_env(timeout=SWEEP_TIMEOUT_SEC)
     try:
-        return DockerSandboxFactory(client).sweep({"agentbench.run_id": run_id})
+        factory = DockerSandboxFactory(client)
+        removed = factory.sweep({"agentbench.run_id": run_id})
+        factory.release_stale_mounts()  # a killed worker's, before its work directory goes
+        return removed
     finally:
         client.close()
 

@@ -200,9 +200,14 @@ class DockerSandboxFactory:
             cutoff = time.time() - older_than_sec
             found = [c for c in found if c.get("Created", 0) <= cutoff]
         removed = self._remove(found)
-        layers.release_stale()
-        disk.release_stale()
+        self.release_stale_mounts()
         return removed
+
+    @staticmethod
+    def release_stale_mounts() -> int:
+        """Unmount the workspace views and filesystems of dead processes (a killed worker's),
+        views first: they sit on top of the filesystems."""
+        return layers.release_stale() + disk.release_stale()
 
     def containers(self, labels: Mapping[str, str]) -> list[dict[str, Any]]:
         """Summaries (docker ps -a) of the agentbench containers carrying these labels."""

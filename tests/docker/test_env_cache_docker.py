@@ -164,3 +164,42 @@ def test_a_view_of_an_entry_is_writable_and_never_writes_through(
     assert tree_digest(base) == before
     assert not os.path.ismount(view)
     shutil.rmtree(tmp_path / "attempt")
+
+
+KILLED_HOLDER = """
+import os, sys, time
+from pathlib import Path
+from pytest_agentbench.sandbox.docker import DockerSandboxFactory
+view = Path(sys.argv[1])
+DockerSandboxFactory().provision_from(view, 64, Path(sys.argv[2]))
+print("mounted", flush=True)
+time.sleep(600)
+"""
+
+
+def test_the_view_of_a_killed_process_is_unmounted(tmp_path: Path, docker_sandboxes: Any) -> None:
+    """A worker SIGKILLed with a view mounted leaves it; the next sweep (gc, a run's end)
+    unmounts it and its filesystem, so its work directory can be removed."""
+    import subprocess
+    import sys
+
+    if docker_sandboxes.loopfs_problem() is not None:
+        pytest.skip(f"no overlay here: {docker_sandboxes.loopfs_problem()}")
+    base = tmp_path / "entry"
+    base.mkdir()
+    (base / "f").write_text("x\n")
+    view = tmp_path / "attempt" / "repo"
+    view.parent.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_HOLDER, str(view), str(base)],
+                            stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "mounted"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert os.path.ismount(view)
+    assert docker_sandboxes.release_stale_mounts() >= 2  # the view, then its filesystem
+    assert not os.path.ismount(view)
+    assert not [p for p in view.parent.iterdir() if os.path.ismount(p)]
+    shutil.rmtree(view.parent)
+    assert (base / "f").read_text() == "x\n"
