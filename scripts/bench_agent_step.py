@@ -6,10 +6,14 @@ two mixes: `read+run` (alternating read_file and a cheap `run`, no file changes)
 (read_file, write_file, `run true`, a `run` that appends to a file: half the steps change files,
 and each of those must get its own recorded diff). A step's harness time is the wall time from
 the model's answer to the next model request: tool execution, snapshot and diff, recording,
-events, the agent loop. Printed per mix: median, p90 and mean over the steps of the total and of
-its parts (tool execution, snapshot/diff, rest), docker execs per step, and a PASS/FAIL line
-against the target. A slow or noisy result never fails the script; a harness error does (exit 1):
-a trial that did not run to its `finish`, or a file-changing step without its own diff.
+events, the agent loop (snapshot/diff: the recording toolbox's own count, which for a snapshot
+folded into a command's exec is its time inside the sandbox).
+
+Printed per mix: median, p90 and mean over the steps of the total and of its parts (tool
+execution, snapshot/diff, rest), docker execs per step, the same by tool, and a PASS/FAIL line
+against the target, on the mean (a mix's steps are of different kinds, so its median is one
+kind's time). A slow or noisy result never fails the script; a harness error does (exit 1): a
+trial that did not run to its `finish`, or a file-changing step without its own diff.
 
     uv run --frozen python scripts/bench_agent_step.py [--steps 20] [--mix read+run|edits|both]
 """
@@ -30,7 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import pytest_agentbench.core.gitops as gitops  # noqa: E402
+import pytest_agentbench.core.recording as recording  # noqa: E402
 import pytest_agentbench.llm.client as llm_client  # noqa: E402
 import pytest_agentbench.sandbox.docker_sandbox as docker_sandbox  # noqa: E402
 import pytest_agentbench.tools.toolbox as toolbox  # noqa: E402
@@ -63,15 +67,6 @@ class Probe:
     def step(self) -> int:
         return len(self.chats)
 
-    def timed(self, fn: Callable[..., Any], into: dict[int, float]) -> Callable[..., Any]:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            step, start = self.step, time.perf_counter()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                into[step] += (time.perf_counter() - start) * 1000
-        return wrapper
-
     def install(self) -> Callable[[], None]:
         """Wrap the LLM client, the toolbox, the snapshotter and the Docker exec; returns the
         undo."""
@@ -97,16 +92,31 @@ class Probe:
             return docker_exec(*args, **kwargs)
 
         patch(llm_client.OpenAICompatClient, "chat", timed_chat)
-        call = self.timed(toolbox.Toolbox.call, self.tool_ms)
+        inner_call = toolbox.Toolbox.call
+        outer_call = recording.RecordingToolbox.call
+        boxes: list[Any] = []
 
         def named_call(box: Any, name: str, arguments: Any) -> Any:
-            self.tools[self.step] = name
-            return call(box, name, arguments)
+            # the tool's own time: without the snapshot folded into its exec
+            step, start = self.step, time.perf_counter()
+            self.tools[step] = name
+            snap = boxes[-1].snapshot_ms if boxes else 0.0
+            try:
+                return inner_call(box, name, arguments)
+            finally:
+                folded = (boxes[-1].snapshot_ms - snap) if boxes else 0.0
+                self.tool_ms[step] += (time.perf_counter() - start) * 1000 - folded
+
+        def recorded_call(box: Any, name: str, arguments: Any) -> Any:
+            step, snap = self.step, box.snapshot_ms
+            boxes[:] = [box]
+            try:
+                return outer_call(box, name, arguments)
+            finally:
+                self.snap_ms[step] += box.snapshot_ms - snap
 
         patch(toolbox.Toolbox, "call", named_call)
-        for name in ("snapshot_diff", "snapshot"):
-            patch(gitops.Snapshotter, name,
-                  self.timed(getattr(gitops.Snapshotter, name), self.snap_ms))
+        patch(recording.RecordingToolbox, "call", recorded_call)
         patch(docker_sandbox.DockerSandbox, "exec", counted_exec)
 
         def undo() -> None:

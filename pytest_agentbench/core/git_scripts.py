@@ -47,7 +47,7 @@ JUNK = " ".join(shlex.quote(f":(exclude){p}") for p in EXCLUDES)
 # Every GIT_* variable goes (GIT_DIR, GIT_INDEX_FILE, GIT_LITERAL_PATHSPECS, ...), then ours.
 PRELUDE = r"""set -o pipefail
 BARE=$'[core]\n\trepositoryformatversion = 0\n\tbare = true\n'
-for v in $(compgen -e); do case $v in GIT_*) unset "$v";; esac; done
+for v in ${!GIT_@}; do unset "$v"; done
 export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_ATTR_NOSYSTEM=1 \
   GIT_TERMINAL_PROMPT=0 GIT_OBJECT_DIRECTORY="$PWD/.git/objects"
 g() { git PINS "$@"; }
@@ -76,8 +76,9 @@ if [ -n "$BASE" ]; then
 fi
 """.replace("JUNK", JUNK)
 # Brings the harness index up to date with the workspace:
-# 1. every indexed file whose ctime (nanoseconds, and no tool sets it back) is newer than `ref`
-#    (the previous snapshot's start, less a margin) leaves the index, so it is hashed again:
+# 1. every indexed file whose ctime (nanoseconds, and no tool sets it back) is newer than the time
+#    in `ref` (the previous snapshot's start, less a margin) leaves the index, so it is hashed
+#    again (the time is written by a builtin, not by `touch`: one process less per snapshot):
 #    git's own stat check compares whole seconds only, and an mtime can be set back;
 # 2. tracked entries, by git's stat check (racy entries compared by content);
 # 3. files git does not know yet, under the base ignore rules; and the base files that those
@@ -85,11 +86,14 @@ fi
 UPDATE = r"""export GIT_DIR="$GD" GIT_WORK_TREE="$PWD" GIT_INDEX_FILE="$GD/index"
 P="$GD/paths" TI="$GD/tracked-ignored"
 if [ -f "$GD/ref" ]; then
+  read -r ref < "$GD/ref" && [[ $ref =~ ^[0-9]+\.[0-9]{6}$ ]] || exit 1
   { g ls-files -z | find -files0-from - -maxdepth 0 \( -type f -o -type l \) \
-      -cnewer "$GD/ref" -print0 > "$P"; } 2>/dev/null
+      -newerct "@$ref" -print0 > "$P"; } 2>/dev/null
   if [ -s "$P" ]; then g update-index --force-remove -z --stdin < "$P" || exit 1; fi
 fi
-touch -d "-MARGIN seconds" "$GD/ref" || exit 1
+now=${EPOCHREALTIME//[!0-9]/}; [ -n "$now" ] || now=$(date +%s%6N) || exit 1
+now=$(( now - MARGIN000000 ))
+printf '%d.%06d\n' $(( now / 1000000 )) $(( now % 1000000 )) > "$GD/ref" || exit 1
 g add -u -- . JUNK || exit 1
 g ls-files -z -o --exclude-from="$GD/info/exclude" -- . JUNK > "$P" || exit 1
 if [ -s "$P" ] && grep -qz '/$' "$P"; then

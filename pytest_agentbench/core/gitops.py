@@ -169,7 +169,7 @@ class Snapshotter:
         env["AGENTBENCH_FOLD_EXPECT"] = env.pop("EXPECT")
         body = ("exec 2>/dev/null\nEXPECT=$AGENTBENCH_FOLD_EXPECT\n" + head + sh.PRELUDE + sh.FP
                 + sh.CHECK + sh.UPDATE + sh.SNAPSHOT_DIFF)
-        script = "_ab_snap() (\n" + body + ")\n" + sh.FOLD_TAIL.replace(
+        script = "_ab_snap() {\n" + body + "}\n" + sh.FOLD_TAIL.replace(
             "CMD", shlex.quote(command))
         return script, env
 
