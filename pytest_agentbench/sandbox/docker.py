@@ -160,7 +160,9 @@ class DockerSandboxFactory:
     def disk_mode(self, spec: SandboxSpec) -> str:
         if not spec.disk_limit_mb:
             return "none"
-        return "filesystem" if disk.is_mounted(spec.workspace) else "watched"
+        layer = layers.layer_of(spec.workspace)  # a view: its writes land on its layer's fs
+        bounded = disk.is_mounted(layer if layer is not None else spec.workspace)
+        return "filesystem" if bounded else "watched"
 
     def loopfs_problem(self) -> str | None:
         if self._loopfs_problem == "":
@@ -173,7 +175,9 @@ class DockerSandboxFactory:
             raise SandboxError(f"workspace {spec.workspace} is not a directory")
         if spec.ca_bundle is not None and not spec.ca_bundle.is_file():
             raise SandboxError(f"CA bundle {spec.ca_bundle} is not a file")
-        writable = [spec.workspace, spec.env_dir] + ([spec.pip_cache] if spec.pip_cache else [])
+        # a read-only env dir may be an env-cache entry's: never touched, not even its owner
+        writable = ([spec.workspace] + ([] if spec.env_read_only else [spec.env_dir])
+                    + ([spec.pip_cache] if spec.pip_cache else []))
         for path in writable:
             path.mkdir(parents=True, exist_ok=True)
             if hasattr(os, "geteuid") and os.geteuid() == 0:

@@ -67,9 +67,10 @@ def mount_overlay(path: Path, base: Path, layer: Path) -> None:
         _MOUNTED[os.path.abspath(path)] = layer
 
 
-def is_overlay(path: Path) -> bool:
+def layer_of(path: Path) -> Path | None:
+    """The layer dir of the overlay this process mounted on `path`, if any."""
     with _LOCK:
-        return os.path.abspath(path) in _MOUNTED
+        return _MOUNTED.get(os.path.abspath(path))
 
 
 def release(path: Path, keep: bool = False) -> Path | None:

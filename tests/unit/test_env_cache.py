@@ -173,3 +173,22 @@ def test_cache_ls_and_prune(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert [e.key for e in cache.entries()] == ["b"]
     assert cli_main(["cache", "prune", "--max-size", "lots", *root]) == 2
     assert "--max-size: expected a size" in capsys.readouterr().err
+
+
+def test_the_fast_test_file_matcher_agrees_with_the_glob_matcher() -> None:
+    """core/protection.py matches the harness's `**/<name>` patterns on file names (a large
+    .venv made protection take 1.7 s); it must protect exactly what the glob matcher does."""
+    from pytest_agentbench.core.protection import (
+        PYTEST_TEST_FILES,
+        UNITTEST_TEST_FILES,
+        _basename_matcher,
+    )
+    from pytest_agentbench.paths.globs import matches_any
+
+    paths = ["test_a.py", "tests/test_b.py", "a/b/c_test.py", "x_test.pyc", "test.py",
+             "testing/helpers.py", ".venv/lib/python3.11/site-packages/numpy/tests/test_x.py",
+             "src/test_dir/mod.py", "tests/.test_hidden.py", "test_[x].py", "TEST_a.py",
+             "a/testfoo.py", "a/b/test"]
+    for patterns in (list(PYTEST_TEST_FILES), list(UNITTEST_TEST_FILES)):
+        fast = _basename_matcher(patterns)
+        assert [fast(p) for p in paths] == [matches_any(p, patterns) for p in paths]
