@@ -6,8 +6,9 @@ install (`venv-editable`, and `slow-setup-20s` with numpy, pandas and scipy), a 
 PyPI under `network_policy: setup_only`. On 221295f (PIP_USER=1 in the runner image) the venv
 tasks were SETUP_FAILED. Each must pass under the oracle and fail, for the tests, under nop.
 
-Both runs share one HOME (so the second reuses the first's pip cache) and take about a minute
-each on two cores. Without a Docker daemon they skip, except under CI=true.
+Each run has its own HOME (cold pip and environment caches, so every setup really runs) and takes
+about a minute and a half on two cores; the two do not depend on each other, so xdist workers
+may take one each. Without a Docker daemon they skip, except under CI=true.
 """
 
 from __future__ import annotations
@@ -24,13 +25,8 @@ TASKS = ("pip-editable", "plain-pip", "slow-setup-20s", "venv-editable")
 SETUP_COMMANDS = {"pip-editable": 1, "plain-pip": 1, "slow-setup-20s": 2, "venv-editable": 2}
 
 
-@pytest.fixture(scope="module")
-def root(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("setups")
-
-
 def run_suite(root: Path, variant: str) -> PytestRun:
-    out = root / variant
+    out = root / "runs"
     args = ["-p", "no:cacheprovider", "--agentbench-suite", SUITE,
             f"--agentbench-taskpacks={TASKPACKS}", f"--agentbench-out={out}",
             f"--agentbench-variant={variant}", "-n", "2"]
@@ -38,13 +34,13 @@ def run_suite(root: Path, variant: str) -> PytestRun:
 
 
 @pytest.fixture(scope="module")
-def oracle_run(root: Path) -> PytestRun:
-    return run_suite(root, "oracle")
+def oracle_run(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> PytestRun:
+    return run_suite(tmp_path_factory.mktemp("setups-oracle"), "oracle")
 
 
 @pytest.fixture(scope="module")
-def nop_run(root: Path, oracle_run: PytestRun) -> PytestRun:
-    return run_suite(root, "nop")  # after the oracle run: its pip cache is warm
+def nop_run(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> PytestRun:
+    return run_suite(tmp_path_factory.mktemp("setups-nop"), "nop")
 
 
 def check_setups(run: PytestRun) -> dict[str, dict[str, Any]]:
