@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.core.envcache import EnvCache
+from pytest_agentbench.run.envcaches import open_env_cache
 
 # The runner image's non-root user `agentbench` (runner/Dockerfile says why this uid), the same
 # number as sandbox/docker_policy.SANDBOX_UID, which this module does not import (no docker here).
@@ -49,13 +49,6 @@ def resolve_ca_bundle(value: str = "auto") -> str | None:
     return str(Path(value).resolve())
 
 
-def env_cache(value: str | None = None) -> EnvCache | None:
-    value = value or os.environ.get("AGENTBENCH_ENV_CACHE")
-    if value == "none":
-        return None
-    return EnvCache(Path(value) if value else Path.home() / ".cache/agentbench/envs")
-
-
 def trial_defaults(sandbox: str = "docker", ca_bundle: str = "auto") -> dict[str, Any]:
     """The host's owner uid, pip cache, CA bundle and environment cache as keyword arguments of
     `run.factory.SharedAttemptConfig`, for entry points outside pytest (replay, validate-tasks)."""
@@ -64,5 +57,5 @@ def trial_defaults(sandbox: str = "docker", ca_bundle: str = "auto") -> dict[str
         "owner_uid": owner_uid(sandbox),
         "pip_cache": pip_cache_dir(),
         "ca_bundle": Path(ca) if ca else None,
-        "env_cache": env_cache(),
+        "env_cache": open_env_cache(None, None, "$AGENTBENCH_ENV_CACHE_MAX_SIZE"),
     }
