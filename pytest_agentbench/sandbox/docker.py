@@ -180,7 +180,8 @@ class DockerSandboxFactory:
                     + ([spec.pip_cache] if spec.pip_cache else []))
         for path in writable:
             path.mkdir(parents=True, exist_ok=True)
-            if hasattr(os, "geteuid") and os.geteuid() == 0:
+            root = hasattr(os, "geteuid") and os.geteuid() == 0
+            if root and not layers.chown_changes(path, uid, gid):  # a view: what it changed
                 chown_tree(path, uid, gid)
 
     def forget(self, container_id: str) -> None:

@@ -203,3 +203,38 @@ def test_the_view_of_a_killed_process_is_unmounted(tmp_path: Path, docker_sandbo
     assert not [p for p in view.parent.iterdir() if os.path.ismount(p)]
     shutil.rmtree(view.parent)
     assert (base / "f").read_text() == "x\n"
+
+
+def test_a_view_gives_what_changed_to_the_sandbox_user_and_nothing_outside(
+    tmp_path: Path, docker_sandboxes: Any
+) -> None:
+    """layers.chown_changes: the view's new and changed entries (deep, in new directories) get
+    the owner; a symlink in the view leading out of it is not followed; the base is untouched."""
+    from pytest_agentbench.sandbox import layers
+
+    if docker_sandboxes.loopfs_problem() is not None:
+        pytest.skip(f"no overlay here: {docker_sandboxes.loopfs_problem()}")
+    base = tmp_path / "entry"
+    (base / "pkg").mkdir(parents=True)
+    (base / "pkg" / "mod.py").write_text("x\n")
+    os.chown(base, 4242, 4242)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("host\n")
+    view = tmp_path / "attempt" / "repo"
+    view.parent.mkdir()
+    docker_sandboxes.provision_from(view, 64, base)
+    try:
+        (view / "new" / "deep").mkdir(parents=True)
+        (view / "new" / "deep" / "f").write_text("1\n")
+        (view / "pkg" / "mod.py").write_text("changed\n")
+        (view / "out").symlink_to(outside)
+        assert layers.chown_changes(view, 4242, 4243)
+        for rel in ("new", "new/deep", "new/deep/f", "pkg", "pkg/mod.py"):
+            info = (view / rel).lstat()
+            assert (info.st_uid, info.st_gid) == (4242, 4243), rel
+        assert (view / "out").lstat().st_uid == 4242  # the link itself
+        assert outside.stat().st_uid == os.getuid()  # never followed
+        assert (base / "pkg" / "mod.py").stat().st_uid == os.getuid()
+        assert not layers.chown_changes(tmp_path, 1, 1)  # no view there
+    finally:
+        docker_sandboxes.release(view)
