@@ -146,6 +146,18 @@ mkdir "$D/refs" && printf 'ref: refs/heads/agentbench\n' > "$D/HEAD" &&
 printf '%s' "$BARE" > "$D/config" && printf '* -diff\n' > "$D/binary" || exit 1
 export GIT_DIR="$D" T="$D/patch" BIN="$D/binary"
 """ + _DIFF_BODY + "echo END\n"
+# Every snapshot notes when it started ($st, printed on its END line: the host derives $REF from
+# it). If the host says the workspace was $OLD at $REF (the last snapshot's start, less the racy
+# margin) and nothing in it but .git has a ctime after $REF (any write, chmod, link, rename or
+# removal sets the ctime of the file or of its directory to now, and no tool can set it back),
+# it is still $OLD: the snapshot says SAME (the git dir is untouched, its fingerprint stands)
+# without running git. find failing (an unreadable directory) takes the full way.
+UNCHANGED = r"""st=$EPOCHREALTIME
+if [ -n "$REF" ] && ch=$(find . -path ./.git -prune -o -newerct "@$REF" -print -quit 2>/dev/null) &&
+    [ -z "$ch" ]; then
+  printf '%s\n\n\nEND %s\nSAME\n' "$OLD" "$st"; exit 0
+fi
+"""
 # ... and right after a snapshot, from $OLD to the new tree, in the harness git dir.
 SNAPSHOT_DIFF = r"""tree=$(g write-tree) || exit 1
 echo "$tree"
@@ -153,7 +165,7 @@ if [ -n "$OLD" ] && [ "$OLD" != "$tree" ]; then
   ( export NEW=$tree T="$GD/patch" BIN="$GD/binary"; unset GIT_WORK_TREE GIT_INDEX_FILE
 """ + _DIFF_BODY + r"""  ) || { rm -f "$GD/patch"; exit 1; }
 else echo; echo; fi
-echo END && fp
+echo "END $st" && fp
 """
 
 

@@ -14,6 +14,12 @@ depend on anything the agent controls, because the recorded diff is what scoring
   RACY_MARGIN_SEC, is always hashed again. Each snapshot first checks a fingerprint of the whole
   git dir (names, types, sizes, modes, mtimes, contents); if the agent touched or removed it, the
   index is rebuilt from the base tree and every file is hashed again.
+- The same ctime rule lets a snapshot skip git altogether: when the host can say the workspace
+  was tree T at time R (the last accepted snapshot's start in the sandbox's clock, less
+  RACY_MARGIN_SEC; only the host holds R, and only for T = the tree asked to diff from), and
+  nothing in the workspace but .git has a ctime after R (a write, chmod, link, rename or removal
+  sets the ctime of the file or its directory, and no tool sets it back), the workspace is still
+  T; the git dir was not read, so its fingerprint is checked by the next snapshot that runs git.
 - Ignore rules are the workspace's own as they stood before the agent started (its .gitignore
   files, translated into one exclude file): a .gitignore the agent adds is recorded like any file
   but hides nothing. Caches and bytecode (EXCLUDES) are never part of a snapshot.
@@ -23,8 +29,10 @@ depend on anything the agent controls, because the recorded diff is what scoring
   UTF-8 is made again with every file as an exact binary patch. `apply_command` applies a patch
   the same way: no conversion, whatever the pre-agent copy's .gitattributes say.
 
-The shell scripts themselves are in core/git_scripts.py; the translation of the ignore files into
-one exclude file is core/gitignore_rules.py.
+A step's snapshot may run at the start of the next command's exec (`fold_script`, used by
+core/snapshot_fold.py): same scripts, same guarantees, one exec fewer. The shell scripts
+themselves are in core/git_scripts.py; the translation of the ignore files into one exclude file
+is core/gitignore_rules.py.
 """
 
 from __future__ import annotations
@@ -80,6 +88,9 @@ class Snapshotter:
         self.fingerprint = ""
         self.rebuilds = 0
         self.removed = False  # the git dir is gone on purpose (close, or a last snapshot)
+        self.tree = ""  # the last snapshot's tree ...
+        self.ref = ""  # ... and its start less the racy margin, in the sandbox's clock
+        self.unchanged = 0  # snapshots that found nothing changed since $REF (ran no git)
 
     def snapshot(self) -> str:
         """The tree id of the workspace now."""
@@ -102,15 +113,16 @@ class Snapshotter:
 
     def _snapshot(self, old: str, last: bool = False) -> tuple[str, tuple[bytes, bytes]]:
         end = sh.SNAPSHOT_DIFF + ('rm -rf "$GD"\n' if last else "")
+        ref = self._ref(old, last)
         self.removed = False
         if self.gitdir is None:
             self._start()
-            result = self._exec(sh.REBUILD_SCRIPT + sh.UPDATE + end, old)
+            result = self._exec(sh.UNCHANGED + sh.REBUILD_SCRIPT + sh.UPDATE + end, old)
         else:
-            result = self._exec(sh.CHECK + sh.UPDATE + end, old)
+            result = self._exec(sh.UNCHANGED + sh.CHECK + sh.UPDATE + end, old, ref)
             if result.exit_code == sh.REBUILD_EXIT and not result.timed_out:
                 self.rebuilds += 1
-                result = self._exec(sh.REBUILD_SCRIPT + sh.UPDATE + end, old)
+                result = self._exec(sh.UNCHANGED + sh.REBUILD_SCRIPT + sh.UPDATE + end, old)
         accepted = self._accept(result)
         if last:
             self.fingerprint, self.removed = "", True
@@ -132,14 +144,20 @@ class Snapshotter:
         self.excludes = base_excludes(sources)
         self.gitdir = lines[1]
 
-    def _exec(self, script: str, old: str) -> ExecResult:
-        head, env = self._head(old)
+    def _ref(self, old: str, last: bool) -> str:
+        """$REF for a snapshot from `old`: only when `old` is the last snapshot's tree and the git
+        dir is as that snapshot left it (not for the last snapshot, which removes it)."""
+        usable = old == self.tree and bool(self.fingerprint) and not self.removed and not last
+        return self.ref if usable else ""
+
+    def _exec(self, script: str, old: str, ref: str = "") -> ExecResult:
+        head, env = self._head(old, ref)
         return self.sandbox.exec(
             head + sh.PRELUDE + sh.FP + script, timeout_sec=self.timeout_sec, env=env,
             full_output=True,
         )
 
-    def _head(self, old: str) -> tuple[str, dict[str, str]]:
+    def _head(self, old: str, ref: str = "") -> tuple[str, dict[str, str]]:
         """The variables every snapshot script starts with, and its environment."""
         assert self.gitdir is not None
         excl = base64.b64encode(self.excludes).decode()
@@ -149,7 +167,7 @@ class Snapshotter:
         }
         env["EXPECT"] = self.fingerprint
         head = (
-            f"GD={shlex.quote(self.gitdir)} BASE={shlex.quote(self.base)} OLD={old}"
+            f"GD={shlex.quote(self.gitdir)} BASE={shlex.quote(self.base)} OLD={old} REF={ref}"
             f" ATTRS={base64.b64encode(sh.ATTRIBUTES).decode()}\n"
         )
         return head, env
@@ -165,10 +183,10 @@ class Snapshotter:
         result as one block (git_scripts.FOLD_TAIL), then runs `command` as `bash -c` would;
         or prints a deferral and runs nothing."""
         _check_tree(old)
-        head, env = self._head(old)
+        head, env = self._head(old, self._ref(old, last=False))
         env["AGENTBENCH_FOLD_EXPECT"] = env.pop("EXPECT")
         body = ("exec 2>/dev/null\nEXPECT=$AGENTBENCH_FOLD_EXPECT\n" + head + sh.PRELUDE + sh.FP
-                + sh.CHECK + sh.UPDATE + sh.SNAPSHOT_DIFF)
+                + sh.UNCHANGED + sh.CHECK + sh.UPDATE + sh.SNAPSHOT_DIFF)
         script = "_ab_snap() {\n" + body + "}\n" + sh.FOLD_TAIL.replace(
             "CMD", shlex.quote(command))
         return script, env
@@ -188,11 +206,18 @@ class Snapshotter:
 
     def _accept_text(self, text: str, ok: bool, detail: str) -> tuple[str, tuple[bytes, bytes]]:
         lines = text.split("\n", 4)
-        if (not ok or len(lines) != 5 or not _is_tree(lines[0]) or lines[3] != "END"
-                or not lines[4].strip()):
-            self.fingerprint = ""  # whatever git left behind is rebuilt next time
+        fingerprint = lines[4].rstrip("\n") if len(lines) == 5 else ""
+        same = fingerprint == "SAME"  # $REF held: the tree is the last one, git dir untouched
+        if (not ok or len(lines) != 5 or not _is_tree(lines[0]) or lines[3].split(" ")[0] != "END"
+                or not fingerprint.strip() or (same and (lines[0] != self.tree
+                                                         or not self.fingerprint))):
+            self.fingerprint = self.ref = ""  # whatever git left behind is rebuilt next time
             raise SnapshotError(f"git snapshot failed {detail}")
-        tree, self.fingerprint = lines[0], lines[4].rstrip("\n")
+        tree = lines[0]
+        if not same:
+            self.fingerprint = fingerprint
+        self.unchanged += same
+        self.tree, self.ref = tree, _ref_time(lines[3][4:])
         self.base = self.base or tree
         return tree, (_b64(lines[1]), _b64(lines[2]))
 
@@ -243,6 +268,16 @@ def _diff(sandbox: Sandbox, old: str, new: str, timeout_sec: float) -> tuple[byt
         detail = result.stderr.strip()[-300:] or "the diff is too large to record"
         raise SnapshotError(f"git diff failed: {detail}")
     return _b64(lines[0]), _b64(lines[1])
+
+
+def _ref_time(started: str) -> str:
+    """$REF from a snapshot's start ($EPOCHREALTIME, in any locale): RACY_MARGIN_SEC earlier, as
+    find's -newerct wants it; "" (no shortcut next time) when it is not such a time."""
+    found = re.fullmatch(r"(\d+)[.,](\d{6})", started)
+    if found is None:
+        return ""
+    micros = int(found[1]) * 10**6 + int(found[2]) - sh.RACY_MARGIN_SEC * 10**6
+    return f"{micros // 10**6}.{micros % 10**6:06d}"
 
 
 def _is_tree(text: str) -> bool:

@@ -149,7 +149,8 @@ class RecordingToolbox:
             # Deferred or cut short: the command did not run. The snapshot goes first, alone.
             self.deferred += 1
             self.snapshot_ms += (time.perf_counter() - started) * 1000
-            self.snapshots.fingerprint = folded.fingerprint or ""
+            if folded.fingerprint != "SAME":  # SAME: it ran no git, the git dir is as it was
+                self.snapshots.fingerprint = folded.fingerprint or ""
         self._settle()
         return self.sandbox.exec(command, timeout_sec=timeout_sec, env=env, cwd=cwd,
                                  full_output=full_output)

@@ -1,0 +1,70 @@
+"""Issue 10 item 5: a snapshot runs no git when nothing changed ($REF, git_scripts.UNCHANGED).
+
+A snapshot may answer "the workspace is still the last tree" when nothing in it has a ctime
+after the last snapshot's start less the racy margin. Each edit below comes right after such a
+snapshot, when the workspace has been quiet for longer than the margin (so the shortcut is
+really taken before it), and the next snapshot must record it, whatever the edit kept (size,
+mtime, inode) and whoever made it (a command in the sandbox, or the host through a tool).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_agentbench.core.git_scripts import RACY_MARGIN_SEC
+from pytest_agentbench.sandbox.port import SandboxFactory
+from tests.support.diff_bench import Bench, differences, tree_state
+
+Kind = tuple[str, SandboxFactory]
+FILES: dict[str, bytes | str] = {"a.txt": "hello\n", "b.txt": "bye\n", "d/keep.txt": "k\n"}
+EDITS = {  # command (or a write_file), and what its step's patch must say
+    "same_size_mtime_kept": ("t=$(stat -c %y a.txt) && printf j | dd of=a.txt bs=1 seek=0 "
+                             "conv=notrunc 2>/dev/null && touch -d \"$t\" a.txt", "+jello"),
+    "chmod": ("chmod +x a.txt", "new mode 100755"),
+    "delete": ("rm b.txt", "deleted file mode"),
+    "rename": ("mv b.txt d/c.txt", "d/c.txt"),
+    "new_file": ("printf n > d/new.txt", "d/new.txt"),
+    "symlink_retarget": ("ln -sfn xyz link", "+xyz"),
+    "hard_link": ("ln a.txt d/hard.txt", "d/hard.txt"),
+    "host_write": (None, "+yellow"),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_an_edit_right_after_an_unchanged_snapshot_is_recorded(
+    sandbox_kind: Kind, tmp_path: Path, edit: str
+) -> None:
+    def link(b: Bench) -> None:
+        for root in (b.repo, b.pristine):
+            (root / "link").symlink_to("abc")
+
+    bench = Bench(sandbox_kind[0], sandbox_kind[1], tmp_path, FILES, before_toolbox=link)
+    command, expected = EDITS[edit]
+    snapshots = bench.toolbox.snapshots
+    try:
+        time.sleep(RACY_MARGIN_SEC + 0.3)  # then quiet: nothing changes for longer than the margin
+        bench.run("true")  # its exec folds nothing (no step yet); its own snapshot waits
+        bench.run("true")  # folds the first one's: git (the checkout is younger than $REF)
+        assert snapshots.unchanged == 0
+        bench.run("true")  # folds the second one's: quiet since its $REF, so no git
+        assert snapshots.unchanged == 1
+        if command is None:  # the pending snapshot (no git) first, then the host writes
+            result = bench.call("write_file", path="a.txt", content="yellow\n")
+            assert result.ok, result.to_observation()
+        else:
+            bench.run(command)  # folds the second one's snapshot (no git), then edits
+        assert snapshots.unchanged == 2
+        edit_step = bench.toolbox.step
+        after = tree_state(bench.repo)
+        bench.run("true")  # folds the edit's snapshot: it must see the edit
+        assert snapshots.unchanged == 2
+        patch = bench.paths.root / "diffs" / f"step_{edit_step:04d}.patch"
+        assert patch.exists(), f"{edit}: the edit's step recorded no diff"
+        assert expected in patch.read_text("utf-8")
+        scored = tree_state(bench.scored_copy())
+        assert not differences(scored, after)
+    finally:
+        bench.close()
