@@ -74,9 +74,9 @@ class RecordingToolbox:
             asked = arguments.get("timeout_sec") or self.policy.tool_timeout_sec
             if isinstance(asked, int | float):
                 arguments = {**arguments, "timeout_sec": min(float(asked), remaining)}
-        if name in HOST_EDITS:
-            self._settle()
         try:
+            if name in HOST_EDITS:
+                self._settle()
             result = self.inner.call(name, arguments)
         except BaseException as exc:  # the sandbox died (or worse): the call is still recorded
             kind = "SANDBOX_ERROR" if isinstance(exc, SandboxError) else "HARNESS_ERROR"

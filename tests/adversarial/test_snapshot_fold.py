@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from pytest_agentbench.core.git_scripts import FOLD_MARK, FOLD_MAX_BLOCK
 from pytest_agentbench.core.snapshot_fold import split_fold
-from pytest_agentbench.sandbox.port import ExecResult, SandboxFactory
+from pytest_agentbench.sandbox.port import ExecResult, SandboxError, SandboxFactory
 from tests.support.diff_bench import Bench
 
 Kind = tuple[str, SandboxFactory]
@@ -131,3 +133,22 @@ def test_split_fold_reads_only_a_whole_block_at_the_head() -> None:
     cut = split_fold(result(head + "a\n" + marker + "z\n", stdout_truncated=True))
     assert cut.result is not None
     assert cut.result.stdout == "a\n" + marker.replace(str(len(head) + 100), "100") + "z\n"
+
+
+def test_a_host_edit_whose_pending_snapshot_finds_no_sandbox_is_still_logged(
+    tmp_path: Path,
+) -> None:
+    from pytest_agentbench.sandbox.local import LocalSandboxFactory
+
+    bench = Bench("local", LocalSandboxFactory(), tmp_path, FILES)
+    try:
+        bench.run("true")  # its snapshot waits for the next call
+        bench.sandbox.close()
+        with pytest.raises(SandboxError):
+            bench.call("write_file", path="README", content="x\n")
+        lines = (bench.paths.root / "agent" / "tool_calls.jsonl").read_text("utf-8").splitlines()
+        last = json.loads(lines[-1])
+        assert last["tool"] == "write_file" and last["result"]["error_type"] == "SANDBOX_ERROR"
+        assert (bench.repo / "README").read_text() == "hello\n"  # the edit never happened
+    finally:
+        bench.toolbox.close()
