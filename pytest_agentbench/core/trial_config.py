@@ -63,7 +63,10 @@ def sandbox_spec(
     env = spec.environment
     setup = phase == "setup"
     return SandboxSpec(
-        image=env.docker_image or cfg.image,  # a task may name its own local image
+        # a task may name its own local image; else the runner image by the id resolved when
+        # the run began: its tag is shared by every checkout of the harness on this engine, and
+        # another version's `image build` re-points it (a run saw PIP_USER come back mid-run)
+        image=env.docker_image or cfg.image_id or cfg.image,
         workspace=workspace / ("pristine" if phase == "score" else "repo"),
         env_dir=env_dir or workspace / "env",  # an env-cache entry's, read-only
         env_read_only=not setup,
