@@ -2,11 +2,13 @@
 
 Every script starts with PRELUDE (every GIT_* variable unset, system and global config off, `g`
 = git with every setting that changes what git sees pinned by `-c`). The snapshot scripts work in
-the harness git dir $GD: REBUILD_SCRIPT makes it afresh from the base tree, UPDATE brings its
-index up to date with the workspace, SNAPSHOT_DIFF writes the tree and diffs it from $OLD, and
-FP and CHECK notice when anything else touched the git dir. DIFF_SCRIPT diffs two trees in a
-throwaway git dir; APPLY_SCRIPT applies a recorded patch with every attribute conversion off.
-Why each step is there is in core/gitops.py.
+the harness git dir $GD: UNCHANGED notes the start and stops early when nothing changed since
+$REF, REBUILD_SCRIPT makes the git dir afresh from the base tree, UPDATE brings its index up to
+date with the workspace, SNAPSHOT_DIFF writes the tree and diffs it from $OLD, and FP and CHECK
+notice when anything else touched the git dir. FOLD_TAIL runs a snapshot at the start of a
+command's exec, then the command. DIFF_SCRIPT diffs two trees in a throwaway git dir;
+APPLY_SCRIPT applies a recorded patch with every attribute conversion off. Why each step is
+there is in core/gitops.py.
 """
 
 from __future__ import annotations
