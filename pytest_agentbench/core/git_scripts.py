@@ -154,12 +154,17 @@ export GIT_DIR="$D" T="$D/patch" BIN="$D/binary"
 # removal sets the ctime of the file or of its directory to now, and no tool can set it back),
 # it is still $OLD: the snapshot says SAME (the git dir is untouched, its fingerprint stands)
 # without running git. find failing (an unreadable directory) takes the full way.
-UNCHANGED = r"""st=$EPOCHREALTIME
-if [ -n "$REF" ] && ch=$(find . -path ./.git -prune -o -newerct "@$REF" -print -quit 2>/dev/null) &&
-    [ -z "$ch" ]; then
-  printf '%s\n\n\nEND %s\nSAME\n' "$OLD" "$st"; exit 0
+# The find is bounded (0.3 s): a workspace with a large ignored tree (a cached .venv,
+# node_modules) takes git's way, which skips ignored trees, and the END line says SLOW so the
+# host stops asking.
+UNCHANGED = r"""st=$EPOCHREALTIME slow=
+if [ -n "$REF" ]; then
+  ch=$(command -p timeout MAXF find . -path ./.git -prune -o -newerct "@$REF" -print -quit \
+       2>/dev/null); fr=$?
+  if [ "$fr" = 0 ] && [ -z "$ch" ]; then printf '%s\n\n\nEND %s\nSAME\n' "$OLD" "$st"; exit 0; fi
+  [ "$fr" = 124 ] && slow=" SLOW"
 fi
-"""
+""".replace("MAXF", "0.3")
 # ... and right after a snapshot, from $OLD to the new tree, in the harness git dir.
 SNAPSHOT_DIFF = r"""tree=$(g write-tree) || exit 1
 echo "$tree"
@@ -167,7 +172,7 @@ if [ -n "$OLD" ] && [ "$OLD" != "$tree" ]; then
   ( export NEW=$tree T="$GD/patch" BIN="$GD/binary"; unset GIT_WORK_TREE GIT_INDEX_FILE
 """ + _DIFF_BODY + r"""  ) || { rm -f "$GD/patch"; exit 1; }
 else echo; echo; fi
-echo "END $st" && fp
+echo "END $st$slow" && fp
 """
 
 
@@ -198,6 +203,7 @@ FOLD_TAIL = r"""_ab_t=$EPOCHREALTIME
 _ab_b=$(_ab_snap)
 _ab_r=$?
 _ab_u=$(( ${EPOCHREALTIME//[!0-9]/} - ${_ab_t//[!0-9]/} ))
+[ "$_ab_u" -ge 0 ] || _ab_u=0  # the wall clock stepped back: still a time, never "-123"
 unset -f _ab_snap
 unset AGENTBENCH_FOLD_EXPECT ${!AGENTBENCH_EXCL_*}
 if [ "$_ab_r" = 0 ] && [ "${#_ab_b}" -le MAXB ] && [ "$_ab_u" -le MAXU ]; then

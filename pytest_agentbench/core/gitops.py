@@ -42,6 +42,7 @@ import binascii
 import contextlib
 import re
 import shlex
+import time
 from dataclasses import dataclass
 
 import pytest_agentbench.core.git_scripts as sh
@@ -91,6 +92,8 @@ class Snapshotter:
         self.tree = ""  # the last snapshot's tree ...
         self.ref = ""  # ... and its start less the racy margin, in the sandbox's clock
         self.unchanged = 0  # snapshots that found nothing changed since $REF (ran no git)
+        self.ref_offset = 0.0  # wall clock minus monotonic clock when $REF was taken
+        self.shortcut_off = False  # the shortcut's find was too slow here (a large tree)
 
     def snapshot(self) -> str:
         """The tree id of the workspace now."""
@@ -147,7 +150,12 @@ class Snapshotter:
     def _ref(self, old: str, last: bool) -> str:
         """$REF for a snapshot from `old`: only when `old` is the last snapshot's tree and the git
         dir is as that snapshot left it (not for the last snapshot, which removes it)."""
-        usable = old == self.tree and bool(self.fingerprint) and not self.removed and not last
+        usable = (old == self.tree and bool(self.fingerprint) and not self.removed and not last
+                  and not self.shortcut_off
+                  # $REF and every ctime are wall-clock times: a clock stepped back since $REF
+                  # was taken would date a later edit before it (the host and a local sandbox
+                  # share the kernel's clock)
+                  and abs(_clock_offset() - self.ref_offset) <= CLOCK_STEP_SEC)
         return self.ref if usable else ""
 
     def _exec(self, script: str, old: str, ref: str = "") -> ExecResult:
@@ -217,7 +225,10 @@ class Snapshotter:
         if not same:
             self.fingerprint = fingerprint
         self.unchanged += same
-        self.tree, self.ref = tree, _ref_time(lines[3][4:])
+        end = lines[3].split(" ")
+        self.shortcut_off = self.shortcut_off or "SLOW" in end[2:]
+        self.tree, self.ref = tree, _ref_time(end[1] if len(end) > 1 else "")
+        self.ref_offset = _clock_offset()
         self.base = self.base or tree
         return tree, (_b64(lines[1]), _b64(lines[2]))
 
@@ -268,6 +279,13 @@ def _diff(sandbox: Sandbox, old: str, new: str, timeout_sec: float) -> tuple[byt
         detail = result.stderr.strip()[-300:] or "the diff is too large to record"
         raise SnapshotError(f"git diff failed: {detail}")
     return _b64(lines[0]), _b64(lines[1])
+
+
+CLOCK_STEP_SEC = 0.5  # a wall-clock step larger than this since $REF voids the shortcut
+
+
+def _clock_offset() -> float:
+    return time.time() - time.monotonic()
 
 
 def _ref_time(started: str) -> str:

@@ -52,9 +52,10 @@ def split_fold(result: ExecResult) -> Folded:
     if len(fields) == 3 and fields[0] == "defer" and fields[2].isdigit():
         fingerprint = rest.rstrip("\n") if fields[1] == "0" and not result.timed_out else None
         return Folded(None, int(fields[2]), None, fingerprint or None)
-    if len(fields) != 2 or not fields[0].isdigit() or not fields[1].isdigit():
+    if len(fields) != 2 or not fields[0].isdigit() or not fields[1].lstrip("-").isdigit():
         return Folded(None, 0, None)
-    size, snapshot_us = int(fields[0]), int(fields[1])
+    # a complete block means the command ran, whatever the time says (a clock stepped back)
+    size, snapshot_us = int(fields[0]), max(0, int(fields[1]))
     if len(rest) < size + 1 or rest[size] != "\n":
         return Folded(None, snapshot_us, None)  # cut short: killed before the command ran
     block, cut = rest[:size], len(sh.FOLD_MARK) + len(header) + 1 + size + 1

@@ -152,3 +152,14 @@ def test_a_host_edit_whose_pending_snapshot_finds_no_sandbox_is_still_logged(
         assert (bench.repo / "README").read_text() == "hello\n"  # the edit never happened
     finally:
         bench.toolbox.close()
+
+
+def test_a_whole_block_means_the_command_ran_even_with_a_negative_time() -> None:
+    """Red-team finding: the wall clock stepping back during a folded snapshot made its time
+    negative; the host read that as "nothing ran", snapshotted again and ran the command twice
+    (its first run's edits in the previous step's diff). Bash now clamps the time at 0, and the
+    host takes a whole block as a run whatever the time says."""
+    block = "t\n\n\nEND 1.000000\nfp"
+    ran = split_fold(result(f"{FOLD_MARK}{len(block)} -123\n{block}\nout\n"))
+    assert ran.result is not None and ran.block == block and ran.snapshot_us == 0
+    assert ran.result.stdout == "out\n"

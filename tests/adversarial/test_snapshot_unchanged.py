@@ -68,3 +68,40 @@ def test_an_edit_right_after_an_unchanged_snapshot_is_recorded(
         assert not differences(scored, after)
     finally:
         bench.close()
+
+
+def test_a_wall_clock_step_or_a_slow_check_turns_the_shortcut_off(
+    sandbox_kind: Kind, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Red-team findings. $REF and ctimes are wall-clock times: after the clock steps back, an
+    edit could be dated before $REF and a snapshot would say "unchanged" (the host now refuses
+    $REF when the wall clock moved against the monotonic one). And the shortcut's find walks
+    ignored trees that git skips: bounded, and once too slow, never asked again."""
+    import pytest_agentbench.core.git_scripts as sh
+    import pytest_agentbench.core.gitops as gitops
+
+    bench = Bench(sandbox_kind[0], sandbox_kind[1], tmp_path, FILES)
+    snapshots = bench.toolbox.snapshots
+    try:
+        time.sleep(RACY_MARGIN_SEC + 0.3)
+        for _ in range(3):
+            bench.run("true")
+        assert snapshots.unchanged == 1  # the shortcut works here ...
+        offset = gitops._clock_offset()
+        monkeypatch.setattr(gitops, "_clock_offset", lambda: offset - 5.0)  # stepped back 5 s
+        bench.run("true")
+        assert snapshots.unchanged == 1  # ... and is not taken right after the step (git runs
+        # and takes a new $REF in the new clock, which later snapshots may use again)
+        monkeypatch.setattr(gitops, "_clock_offset", lambda: offset)
+        slow = sh.UNCHANGED.replace("timeout 0.3", "timeout 0.000001")
+        monkeypatch.setattr(sh, "UNCHANGED", slow)
+        time.sleep(RACY_MARGIN_SEC + 0.3)
+        unchanged = snapshots.unchanged
+        for _ in range(3):
+            bench.run("true")
+        assert snapshots.shortcut_off and snapshots.unchanged == unchanged
+        bench.run("printf x > a.txt")
+        bench.run("true")
+        assert not differences(tree_state(bench.scored_copy()), tree_state(bench.repo))
+    finally:
+        bench.close()
