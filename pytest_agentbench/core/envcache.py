@@ -26,14 +26,13 @@ import hashlib
 import json
 import os
 import shutil
-import stat
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.paths.trees import copy_tree
+from pytest_agentbench.paths.trees import copy_tree, tree_size
 
 LAYOUT_VERSION = 2
 META = "meta.json"
@@ -267,21 +266,3 @@ class EnvCache:
 
     def _lock_path(self, key: str, kind: str) -> Path:
         return self.root / ".locks" / f"{key}.{kind}"
-
-
-def tree_size(root: Path) -> tuple[int, int]:
-    """(bytes on disk, entries) below `root`, symlinks not followed, hard links counted once."""
-    total, count, seen = 0, 0, set()
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            try:
-                info = os.lstat(os.path.join(dirpath, name))
-            except OSError:
-                continue
-            count += 1
-            if info.st_nlink > 1 and not stat.S_ISDIR(info.st_mode):
-                if (info.st_dev, info.st_ino) in seen:
-                    continue
-                seen.add((info.st_dev, info.st_ino))
-            total += info.st_blocks * 512
-    return total, count

@@ -125,3 +125,29 @@ def chown_tree(root: Path, uid: int, gid: int) -> None:
                 continue
     finally:
         os.close(fd)
+
+
+def tree_size(root: Path) -> tuple[int, int]:
+    """(bytes allocated, entries) below `root`: hard links counted once, symlinks not followed,
+    iterative (no depth limit), unreadable directories skipped."""
+    total, count, seen, stack = 0, 0, set(), [str(root)]
+    while stack:
+        try:
+            entries = os.scandir(stack.pop())
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                count += 1
+                if info.st_nlink > 1 and not stat.S_ISDIR(info.st_mode):
+                    if (info.st_dev, info.st_ino) in seen:
+                        continue
+                    seen.add((info.st_dev, info.st_ino))
+                total += info.st_blocks * 512
+                if stat.S_ISDIR(info.st_mode):
+                    stack.append(entry.path)
+    return total, count

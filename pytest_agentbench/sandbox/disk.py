@@ -25,9 +25,10 @@ import stat
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from pytest_agentbench.paths.trees import copy_tree
+from pytest_agentbench.paths.trees import copy_tree, tree_size
 
 DISK_TAG = ".agentbench-disk-"  # images: <parent>/.agentbench-disk-<pidns>.<pid>-<name>.img
 FULL_BYTES = 1 << 20  # a bounded filesystem with less free space than this is full
@@ -151,26 +152,7 @@ def pid_alive(pid: int) -> bool:
 
 def tree_usage(root: Path) -> int:
     """Bytes allocated under `root` (hard links once, symlinks not followed)."""
-    total, seen, stack = 0, set(), [str(root)]
-    while stack:
-        try:
-            entries = os.scandir(stack.pop())
-        except OSError:
-            continue
-        with entries:
-            for entry in entries:
-                try:
-                    info = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                if info.st_nlink > 1 and not stat.S_ISDIR(info.st_mode):
-                    if (info.st_dev, info.st_ino) in seen:
-                        continue
-                    seen.add((info.st_dev, info.st_ino))
-                total += info.st_blocks * 512
-                if stat.S_ISDIR(info.st_mode):
-                    stack.append(entry.path)
-    return total
+    return tree_size(root)[0]
 
 
 class DiskGuard:
@@ -309,17 +291,23 @@ def release(path: Path, keep: bool = False) -> None:
         image = _MOUNTED.get(_key(path))
     if image is None:
         return
-    if keep and os.path.ismount(path):
-        staging = path.parent / f".{path.name}.agentbench-keep"
-        copy_tree(path, staging)
-        unmount_loopfs(path, image)
-        for child in staging.iterdir():
-            os.rename(child, path / child.name)
-        staging.rmdir()
-    else:
-        unmount_loopfs(path, image)
+    unmount_keeping(path, lambda: unmount_loopfs(path, image), keep)
     with _LOCK:
         _MOUNTED.pop(_key(path), None)
+
+
+def unmount_keeping(path: Path, unmount: Callable[[], None], keep: bool) -> None:
+    """Run `unmount` for the mount on `path`; keep=True: its content stays at `path` as a plain
+    directory (copied out first, moved back after)."""
+    if not (keep and os.path.ismount(path)):
+        unmount()
+        return
+    staging = path.parent / f".{path.name}.agentbench-keep"
+    copy_tree(path, staging)
+    unmount()
+    for child in staging.iterdir():
+        os.rename(child, path / child.name)
+    staging.rmdir()
 
 
 def release_all() -> int:

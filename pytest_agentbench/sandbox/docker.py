@@ -178,9 +178,9 @@ class DockerSandboxFactory:
         # a read-only env dir may be an env-cache entry's: never touched, not even its owner
         writable = ([spec.workspace] + ([] if spec.env_read_only else [spec.env_dir])
                     + ([spec.pip_cache] if spec.pip_cache else []))
+        root = hasattr(os, "geteuid") and os.geteuid() == 0
         for path in writable:
             path.mkdir(parents=True, exist_ok=True)
-            root = hasattr(os, "geteuid") and os.geteuid() == 0
             if root and not layers.chown_changes(path, uid, gid):  # a view: what it changed
                 chown_tree(path, uid, gid)
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest_agentbench.sandbox.disk as disk
 from pytest_agentbench.paths.regular_files import DIR_FLAGS
-from pytest_agentbench.paths.trees import CHOWN_MAX_DEPTH, copy_tree
+from pytest_agentbench.paths.trees import CHOWN_MAX_DEPTH
 from pytest_agentbench.paths.walk import Walk
 
 LAYER_TAG = ".agentbench-layer-"
@@ -126,14 +126,7 @@ def release(path: Path, keep: bool = False) -> Path | None:
         layer = _MOUNTED.get(os.path.abspath(path))
     if layer is None:
         return None
-    staging = path.parent / f".{path.name}.agentbench-keep"
-    if keep and os.path.ismount(path):
-        copy_tree(path, staging)
-    _unmount(path)
-    if keep and staging.is_dir():
-        for child in staging.iterdir():
-            os.rename(child, path / child.name)
-        staging.rmdir()
+    disk.unmount_keeping(path, lambda: _unmount(path), keep)
     with _LOCK:
         _MOUNTED.pop(os.path.abspath(path), None)
     return layer
