@@ -14,6 +14,7 @@ Blame = Literal["agent", "task", "infra"]
 
 
 class Reason(StrEnum):
+    TASK_INVALID = "TASK_INVALID"  # task.yaml (or its directory) failed validation: never ran
     SETUP_FAILED = "SETUP_FAILED"
     SETUP_DIRTY_WORKTREE = "SETUP_DIRTY_WORKTREE"
     BASELINE_NOT_FAILING = "BASELINE_NOT_FAILING"
@@ -30,6 +31,7 @@ class Reason(StrEnum):
 
 
 BLAME: dict[Reason, Blame] = {
+    Reason.TASK_INVALID: "task",
     Reason.SETUP_FAILED: "task",
     Reason.SETUP_DIRTY_WORKTREE: "task",
     Reason.BASELINE_NOT_FAILING: "task",
@@ -45,7 +47,7 @@ BLAME: dict[Reason, Blame] = {
     Reason.AGENT_KILLED_SANDBOX: "agent",
 }
 
-TASK_INVALID = frozenset(r for r, b in BLAME.items() if b == "task")
+TASK_BLAMED = frozenset(r for r, b in BLAME.items() if b == "task")
 
 
 def blame(reason: Reason | str | None) -> Blame | None:
@@ -54,4 +56,4 @@ def blame(reason: Reason | str | None) -> Blame | None:
 
 def is_valid_task(reason: Reason | str | None) -> bool:
     """A task is valid for agent statistics unless its own baseline/setup disqualified it."""
-    return reason is None or Reason(reason) not in TASK_INVALID
+    return reason is None or Reason(reason) not in TASK_BLAMED
