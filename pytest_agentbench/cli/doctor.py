@@ -46,8 +46,8 @@ def run_doctor(build: bool = True, write: Callable[[str], None] | None = None) -
     try:
         version = factory.engine_facts()["version"]
     except SandboxError:
-        report(False, "docker daemon", f"not reachable at {docker_host()} "
-               "(start it, or run scripts/ensure-docker)")
+        report(False, "docker daemon", f"not reachable at {docker_host()} (start Docker, or set "
+               "DOCKER_HOST; in a checkout of pytest-agentbench, scripts/ensure-docker starts it)")
         return 1
     report(True, "docker daemon", f"{version} at {docker_host()}")
     image = _check_image(report, build)

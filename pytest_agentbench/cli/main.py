@@ -1,4 +1,4 @@
-"""`agentbench doctor | gc | image build | report ... | gate ...`.
+"""`agentbench doctor | gc | image build | report ... | gate ... | --version`.
 
 Test runs go through pytest (`pytest --agentbench-suite NAME`); this covers the rest.
 """
@@ -40,8 +40,23 @@ def _image_build(args: argparse.Namespace) -> int:
     return 0
 
 
+class _VersionAction(argparse.Action):
+    """`--version`: the harness version the records carry (git is asked only when called)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kw: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the harness version (as the run records carry it) and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        from pytest_agentbench.version import harness_version
+
+        print(f"agentbench {harness_version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentbench", description=__doc__)
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True)
     doctor = sub.add_parser("doctor", help="check Docker, the runner image, disk, isolation")
     doctor.add_argument("--no-build", action="store_true", help="do not build a missing image")

@@ -197,7 +197,12 @@ def _run_trial(task: LoadedTask, record: dict[str, Any], script: Path, out: Path
 def _image(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
     if args.sandbox == "local":
         return {"name": "local", "id": None, "digest": None}
-    from pytest_agentbench.sandbox.image import ImageBuildError, ensure_image, inspect_image
+    from pytest_agentbench.sandbox.image import (
+        DOCKER_CLI_MISSING,
+        ImageBuildError,
+        ensure_image,
+        inspect_image,
+    )
 
     try:
         if args.image:
@@ -211,7 +216,7 @@ def _image(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
     except ImageBuildError as exc:
         raise ReplayError(f"runner image: {exc}") from None
     except FileNotFoundError:
-        raise ReplayError("docker CLI not found; run scripts/ensure-docker") from None
+        raise ReplayError(DOCKER_CLI_MISSING) from None
     recorded = (record.get("image") or {}).get("id")
     if recorded and recorded != image["id"]:
         print(f"  note: the runner image differs from the run's ({recorded[:19]} then, "

@@ -12,9 +12,9 @@ without capabilities, so no command (another uid, no CAP_KILL) can signal them: 
 Every command runs under WRAPPER (`timeout -k 2`, then every process of the command's uid in
 the container is killed: nothing a command starts outlives it, whatever it does). The exit status
 is the wrapper's, read from the engine (exec_inspect), never from the output. The wrapper runs
-under the image's execute-only shell (runner/Dockerfile) when it has one, so the commands cannot
-ptrace it or read its environment; its trailer (OOM counters) carries a nonce that only the
-wrapper and the host know.
+under the image's execute-only shell (pytest_agentbench/runner/Dockerfile) when it has one, so
+the commands cannot ptrace it or read its environment; its trailer (OOM counters) carries a nonce
+that only the wrapper and the host know.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ BASE_LABEL = "agentbench"
 OWNER_LABEL = "agentbench.owner"  # <host>:<pid> of the process that created the container
 SHELL_LABEL = "agentbench.private_shell"  # the image's execute-only bash, if it has one
 HOME = "/home/runner"  # the image user's home (a tmpfs in the sandbox)
-# The runner image's user `agentbench` (runner/Dockerfile says why this uid): a uid of the
-# harness's own, no person's (login.defs' 1000-59999) and no system package's (Debian's
+# The runner image's user `agentbench` (the package's runner/Dockerfile says why this uid): a uid
+# of the harness's own, no person's (login.defs' 1000-59999) and no system package's (Debian's
 # 60000-64999, systemd's dynamic 61184-65519, 65534), below where subuid ranges start (100000).
 # run/hostenv.SANDBOX_UID is the same number (kept apart so the run layer need not import docker).
 SANDBOX_UID = SANDBOX_GID = 70000

@@ -1,8 +1,10 @@
 """The runner image: build it, offline if need be, and check the one a run uses (`runner_image`:
 the engine answers, the image named exists or the default one is built).
 
-The build context is `runner/` inside the package's repository (or a directory given explicitly).
-Its content hash names the image, so a build with an unchanged context is a no-op. With no registry
+The build context is the package's `runner/` directory (`pytest_agentbench/runner/`, shipped in the
+wheel as package data), or a directory given explicitly. Its content hash names the image, so a
+build with an unchanged context is a no-op, and a wheel install and a checkout of the same commit
+name the same image. With no registry
 reachable, the base is bootstrapped locally: `debootstrap --variant=minbase bookworm` then
 `docker import`.
 """
@@ -30,6 +32,19 @@ HASH_LABEL = "agentbench.context_hash"
 DEBIAN_MIRROR = os.environ.get("AGENTBENCH_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 
 
+# What to do when Docker is missing, in terms a pip user has (scripts/ensure-docker is only in a
+# checkout of pytest-agentbench).
+DAEMON_UNREACHABLE = (
+    "Docker daemon not reachable: start Docker (or set DOCKER_HOST) and check with "
+    "`agentbench doctor`; in a checkout of pytest-agentbench, scripts/ensure-docker installs and "
+    "starts it"
+)
+DOCKER_CLI_MISSING = (
+    "docker CLI not found: install Docker so that `docker` is on PATH, then check with "
+    "`agentbench doctor`; in a checkout of pytest-agentbench, scripts/ensure-docker installs it"
+)
+
+
 class ImageBuildError(RuntimeError):
     pass
 
@@ -45,13 +60,31 @@ class ImageInfo:
     base: str
 
 
+# What never belongs to a build context: byte-code caches and editor/OS litter that an install or
+# a checkout may leave beside the files (they would change the hash, not the image).
+_NOT_CONTEXT = ("__pycache__", ".DS_Store")
+_NOT_CONTEXT_SUFFIXES = (".pyc", ".pyo", ".swp", "~")
+
+
 def default_context() -> Path:
-    return Path(__file__).resolve().parents[2] / "runner"
+    """The runner image's build context inside the installed package."""
+    return Path(__file__).resolve().parents[1] / "runner"
+
+
+def context_files(context: Path) -> list[Path]:
+    """The files of the build context that name the image, sorted."""
+    return sorted(
+        p
+        for p in context.rglob("*")
+        if p.is_file()
+        and not any(part in _NOT_CONTEXT for part in p.relative_to(context).parts)
+        and not p.name.endswith(_NOT_CONTEXT_SUFFIXES)
+    )
 
 
 def context_hash(context: Path) -> str:
     digest = hashlib.sha256()
-    for path in sorted(p for p in context.rglob("*") if p.is_file()):
+    for path in context_files(context):
         digest.update(path.relative_to(context).as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
@@ -234,15 +267,17 @@ LOCAL_IMAGE = RunnerImage("local")
 
 def runner_image(sandbox: str, name: str | None) -> RunnerImage:
     """The run's image: for docker, the engine must answer and the image `name` must exist, or,
-    with no name, the image of runner/ is built when missing. ImageUnavailable otherwise."""
+    with no name, the image of the package's runner/ is built when missing. ImageUnavailable
+    otherwise."""
     if sandbox != "docker":
         return LOCAL_IMAGE
     try:
         subprocess.run(["docker", "info"], capture_output=True, timeout=30, check=True)
+    except FileNotFoundError:
+        raise ImageUnavailable(DOCKER_CLI_MISSING) from None
     except (OSError, subprocess.SubprocessError):
         raise ImageUnavailable(
-            "Docker daemon not reachable: run scripts/ensure-docker (or start Docker), or use "
-            "--agentbench-sandbox local for unisolated test runs"
+            f"{DAEMON_UNREACHABLE}, or use --agentbench-sandbox local for unisolated test runs"
         ) from None
     try:
         if name:
@@ -254,5 +289,5 @@ def runner_image(sandbox: str, name: str | None) -> RunnerImage:
     except ImageBuildError as exc:
         raise ImageUnavailable(f"runner image: {exc}") from None
     except FileNotFoundError:
-        raise ImageUnavailable("docker CLI not found; run scripts/ensure-docker") from None
+        raise ImageUnavailable(DOCKER_CLI_MISSING) from None
     return RunnerImage(info.name, info.image_id, info.digest)

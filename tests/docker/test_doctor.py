@@ -48,6 +48,7 @@ def test_doctor_without_a_daemon_says_so_in_one_line() -> None:
     assert proc.returncode != 0
     assert proc.stdout.splitlines() == [
         "FAIL docker daemon: not reachable at unix:///nonexistent.sock "
-        "(start it, or run scripts/ensure-docker)"
+        "(start Docker, or set DOCKER_HOST; in a checkout of pytest-agentbench, "
+        "scripts/ensure-docker starts it)"
     ]
     assert "Traceback" not in proc.stderr

@@ -1,6 +1,6 @@
 """Issue 10 item 4: the sandbox user is a uid of the harness's own, the same in the image, the
 sandbox policy and the host-side hand-over, and outside every range a person or a system
-package gets (runner/Dockerfile says which)."""
+package gets (pytest_agentbench/runner/Dockerfile says which)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import pytest_agentbench.run.hostenv as hostenv
 import pytest_agentbench.sandbox.docker_policy as policy
 
-DOCKERFILE = Path(__file__).resolve().parents[2] / "runner" / "Dockerfile"
+DOCKERFILE = Path(__file__).resolve().parents[2] / "pytest_agentbench" / "runner" / "Dockerfile"
 
 
 def test_image_policy_and_host_agree() -> None:
