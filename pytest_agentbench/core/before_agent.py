@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pytest_agentbench.core.baseline as baseline_mod
@@ -19,7 +20,7 @@ from pytest_agentbench.core.attempt import Attempt, Failure
 from pytest_agentbench.core.envcache import CacheHold, cache_key
 from pytest_agentbench.core.gitops import dirty_tracked_files
 from pytest_agentbench.repos.sources import resolve_source
-from pytest_agentbench.sandbox.port import Sandbox
+from pytest_agentbench.sandbox.port import ExecResult, Sandbox
 from pytest_agentbench.schemas.records import SetupInfo
 from pytest_agentbench.schemas.taxonomy import Reason
 
@@ -162,10 +163,37 @@ def _run_setup_commands(at: Attempt, sandbox: Sandbox, commands: list[str]) -> N
             raise at.over_disk_limit(command)
         if not result.ok:
             at.found.setup.ok = False
+            tail = failure_tail(result, at.cfg.redact)
+            if tail:
+                at.paths.log(SETUP_TAIL_LOG).write_text(tail, "utf-8")
             sub = "SETUP_TIMEOUT" if result.timed_out else "SETUP_COMMAND_FAILED"
             raise Failure(
                 Reason.SETUP_FAILED, f"setup command exited {result.exit_code}: {command}", sub
             )
+
+
+SETUP_TAIL_LOG = "setup_failed_tail.txt"  # the failed setup command's last lines
+TAIL_LINES, TAIL_LINE_CHARS, TAIL_SCAN_CHARS = 15, 300, 64_000
+
+
+def failure_tail(result: ExecResult, redact: Callable[[str], str]) -> str:
+    """The last TAIL_LINES lines of a failed command's stderr (its stdout when stderr is
+    empty), redacted before they are cut (a secret is never split by the cut), each line cut
+    to TAIL_LINE_CHARS: what the pytest ERROR text shows of a failed setup command."""
+    stream = "stderr" if result.stderr.strip() else "stdout"
+    text = getattr(result, stream)
+    if not text.strip():
+        return ""
+    scanned = redact(text[-TAIL_SCAN_CHARS:])
+    lines = scanned.rstrip("\n").splitlines()
+    if len(text) > TAIL_SCAN_CHARS:
+        lines = lines[1:]  # the first may be a fragment
+    kept = [
+        line if len(line) <= TAIL_LINE_CHARS else line[:TAIL_LINE_CHARS] + " [...]"
+        for line in lines[-TAIL_LINES:]
+    ]
+    header = f"  last {len(kept)} lines of its {stream}:"
+    return "\n".join([header, *(f"    {line}" for line in kept)]) + "\n"
 
 
 def _env_cache_key(at: Attempt) -> str:

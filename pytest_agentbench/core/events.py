@@ -3,10 +3,16 @@ one JSON line.
 
 Each worker writes its own file; the controller merges them at session end (one writer per file).
 A line torn by a writer killed mid-line is set aside before the first new line (core.rundir).
+
+A `listener` (TrialConfig.event_listener) sees each event as written (redacted, with its
+envelope), after the line is appended: the pytest plugin's live progress. It runs in the emitting
+thread under the sink's lock (events reach it in `seq` order), so it must be quick; whatever it
+raises is swallowed, a display never fails an attempt.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -19,6 +25,7 @@ from pytest_agentbench.core.rundir import repair_jsonl
 from pytest_agentbench.schemas.events import Actor, Envelope, Event, utc_now
 
 RedactObj = Callable[[Any], Any]
+EventListener = Callable[[dict[str, Any]], None]
 
 
 class EventSink:
@@ -31,8 +38,10 @@ class EventSink:
         task_id: str,
         attempt_id: str,
         redact_obj: RedactObj | None = None,
+        listener: EventListener | None = None,
     ) -> None:
         self.path = path
+        self.listener = listener
         self.ids = {"run_id": run_id, "task_id": task_id, "attempt_id": attempt_id}
         # Redaction works on the values, before serializing: a pattern run over JSON text could
         # swallow quotes and keys, or miss a secret that JSON escaping changed.
@@ -76,6 +85,9 @@ class EventSink:
             if self.path is not None:
                 with self.path.open("a", encoding="utf-8") as handle:
                     handle.write(line + "\n")
+            if self.listener is not None:
+                with contextlib.suppress(Exception):  # a progress display only
+                    self.listener(data)
         return event_id
 
     def of_type(self, type_: str) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.core.envcache import EnvCache
+from pytest_agentbench.core.events import EventListener
 from pytest_agentbench.sandbox.port import SandboxSpec
 from pytest_agentbench.schemas.task import TaskSpec
 
@@ -39,6 +40,7 @@ class TrialConfig:
     quarantined: str | None = None
     session: str = ""  # the pytest session's token: a resumed attempt gets a new attempt id
     env_cache: EnvCache | None = None  # post-setup snapshots; None: always run setup
+    event_listener: EventListener | None = None  # sees each event as written (live progress)
 
 
 def attempt_id(run_id: str, task_id: str, variant: str, index: int, session: str = "") -> str:

@@ -32,10 +32,15 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     # whole-path imports: a module pytester's in-process runs dropped from sys.modules is loaded
     # afresh, never taken from a stale attribute of the package
+    import pytest_agentbench.plugin.ci_outputs as ci_outputs
     import pytest_agentbench.plugin.fixtures as fixtures
+    import pytest_agentbench.plugin.progress as progress
     from pytest_agentbench.plugin.hooks import PLUGIN_NAME, AgentbenchPlugin
 
     plugin = AgentbenchPlugin.from_config(config, suites)
     config.pluginmanager.register(plugin, PLUGIN_NAME)
     config.pluginmanager.register(fixtures, "agentbench-fixtures")
+    # junit properties, JSON metadata, --durations, the report.html line; live progress
+    config.pluginmanager.register(ci_outputs.CiOutputs(plugin), ci_outputs.PLUGIN_NAME)
+    config.pluginmanager.register(progress.Progress(config, plugin), progress.PLUGIN_NAME)
     plugin.start()

@@ -21,6 +21,7 @@ from pytest_agentbench.sandbox.port import SandboxError
 
 if TYPE_CHECKING:
     from pytest_agentbench.agents.port import Agent
+    from pytest_agentbench.core.events import EventListener
     from pytest_agentbench.repos.mirror import MirrorCache
     from pytest_agentbench.run.factory import SharedAttemptConfig
     from pytest_agentbench.sandbox.port import SandboxFactory
@@ -78,7 +79,9 @@ def agentbench_attempt(
     from pytest_agentbench.run.factory import AttemptFactory
 
     item = request.node
-    shared = _shared_attempt_config(agentbench_config, worker_id(request.config))
+    shared = _shared_attempt_config(
+        agentbench_config, worker_id(request.config), _progress_listener(request.config)
+    )
     attempts = AttemptFactory(
         shared, agentbench_sandbox_factory, agentbench_mirrors, lambda: agentbench_agent
     )
@@ -91,11 +94,37 @@ def agentbench_attempt(
     )
     item.agentbench_record = record
     if is_error(record):
-        raise TaskError(failure_text(record))
+        raise TaskError(failure_text(record) + setup_failure_tail(record, agentbench_config))
     return record
 
 
-def _shared_attempt_config(run: AgentbenchPlugin, worker: str) -> SharedAttemptConfig:
+def _progress_listener(config: pytest.Config) -> EventListener | None:
+    from pytest_agentbench.plugin.progress import PLUGIN_NAME, Progress
+
+    progress = config.pluginmanager.get_plugin(PLUGIN_NAME)
+    return progress.listener() if isinstance(progress, Progress) else None
+
+
+def setup_failure_tail(record: dict[str, Any], run: AgentbenchPlugin) -> str:
+    """For a failed setup command, the tail of its output that core/before_agent.py kept
+    (redacted, bounded): what the ERROR text shows below the reason."""
+    from pytest_agentbench.core.before_agent import SETUP_TAIL_LOG
+
+    result, state = record["result"], run.state
+    task_dir = (record.get("artifact_paths") or {}).get("task_dir")
+    if result.get("failure_reason") != "SETUP_FAILED" or not task_dir or state is None:
+        return ""
+    path = state.path / task_dir / "logs" / SETUP_TAIL_LOG
+    try:
+        tail = path.read_text("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n" + run.redactor.redact(tail).rstrip("\n") if tail.strip() else ""
+
+
+def _shared_attempt_config(
+    run: AgentbenchPlugin, worker: str, listener: EventListener | None = None
+) -> SharedAttemptConfig:
     """What every attempt of this worker shares, from the run's settings, state and image."""
     from pytest_agentbench.run.factory import SharedAttemptConfig, worker_events_path
 
@@ -121,4 +150,5 @@ def _shared_attempt_config(run: AgentbenchPlugin, worker: str) -> SharedAttemptC
         owner_uid=owner_uid(settings.sandbox),
         redactor=run.redactor,  # every task's own secrets, not only artifacts.redact
         agent_params=settings.variant.params,
+        event_listener=listener,  # live progress (plugin/progress.py)
     )

@@ -29,6 +29,7 @@ from typing import Any
 
 from pytest_agentbench.agents.port import Agent
 from pytest_agentbench.core.envcache import EnvCache
+from pytest_agentbench.core.events import EventListener
 from pytest_agentbench.core.trial import Trial
 from pytest_agentbench.core.trial_config import TrialConfig
 from pytest_agentbench.repos.mirror import MirrorCache
@@ -62,6 +63,7 @@ class SharedAttemptConfig:
     redactor: Redactor | None = None  # None: each attempt gets Redactor.for_task(its spec)
     agent_params: Mapping[str, Any] = field(default_factory=dict)
     harness_version: str = field(default_factory=harness_version)
+    event_listener: EventListener | None = None  # sees each event as written (live progress)
 
 
 def worker_events_path(run_dir: Path, session: str, worker: str) -> Path:
@@ -129,6 +131,7 @@ class AttemptFactory:
             ca_bundle=s.ca_bundle, pip_cache=s.pip_cache, owner_uid=s.owner_uid,
             events_path=s.events_path, redact=redactor.redact, redact_obj=redactor.redact_obj,
             agent_params=dict(s.agent_params), quarantined=quarantined, env_cache=s.env_cache,
+            event_listener=s.event_listener,
         )
 
     def run(
@@ -141,5 +144,7 @@ class AttemptFactory:
     ) -> dict[str, Any]:
         """Run the attempt; its record redacted (identity fields kept) before anyone sees it."""
         cfg = self.config(task, index, attempts, quarantined, keep_workspace)
-        record = Trial(task, cfg, self.sandboxes, self.mirrors, self.make_agent()).run()
+        trial = Trial(task, cfg, self.sandboxes, self.mirrors, self.make_agent())
+        trial.at.events.listener = cfg.event_listener  # before its first event (task_started)
+        record = trial.run()
         return self.redactor(task).redact_record(record.to_json_dict())
