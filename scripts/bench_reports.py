@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{statistics.median(cpus):8.2f}s{mark}")
     cold = time.perf_counter()
     subprocess.run([sys.executable, "-m", "pytest_agentbench.reporting.cli", "report", "summary",
-                    "--run", str(a), "--out", str(root / "bench_summary.md")],
+                    "--run", str(a), "--output", str(root / "bench_summary.md")],
                    check=True, capture_output=True)
     print(f"{'cold process: report summary':36} {time.perf_counter() - cold:8.2f}s  "
           "(interpreter + imports + the above)")

@@ -4,11 +4,16 @@ Without `--run` it only loads every task.yaml and prints each problem on one lin
 each valid task goes through the real pipeline twice, with the oracle and with nop
 (`run/validation.py`, the same check the doctor makes): a task is accepted when its baseline
 fails consistently, the oracle passes and nop fails with TESTS_FAILED.
+
+The taskpacks are `--taskpacks DIR` (relative to the cwd) if given, else the project's: ini
+`agentbench_taskpacks` relative to the project root, else `<root>/taskpacks`, the root found
+from the cwd as pytest finds its rootdir (paths/project.py), so it works from a subdirectory.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,16 +27,25 @@ if TYPE_CHECKING:
 def add_validate_command(sub: Any) -> None:
     cmd = sub.add_parser("validate-tasks", help="check task specs (and, with --run, behaviour)")
     cmd.add_argument("--suite", action="append", required=True)
-    cmd.add_argument("--taskpacks", default="taskpacks")
+    cmd.add_argument("--taskpacks", default=None, metavar="DIR",
+                     help="taskpacks directory (default: ini agentbench_taskpacks, else "
+                          "taskpacks/, under the project root)")
     cmd.add_argument("--run", action="store_true", help="run oracle and nop on each task")
     cmd.add_argument("-k", dest="only", help="only task ids containing this text")
     cmd.set_defaults(func=validate_tasks)
 
 
 def validate_tasks(args: argparse.Namespace) -> int:
+    from pytest_agentbench.paths.project import find_project
     from pytest_agentbench.tasks.discovery import discover
 
-    loaded = discover(Path(args.taskpacks), args.suite)
+    taskpacks = Path(args.taskpacks) if args.taskpacks else find_project().taskpacks
+    if not taskpacks.is_dir():
+        print(f"agentbench validate-tasks: no taskpacks directory at {taskpacks} "
+              "(pass --taskpacks DIR or set agentbench_taskpacks in the pytest ini)",
+              file=sys.stderr)
+        return 2
+    loaded = discover(taskpacks, args.suite)
     for problem in loaded.problems:
         print(f"INVALID {problem}")
     tasks = [t for t in loaded.tasks if not args.only or args.only in t.id]

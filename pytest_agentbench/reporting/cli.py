@@ -1,9 +1,13 @@
-"""`agentbench report summary|paired` and `agentbench gate`, as argparse sub-commands.
+"""`agentbench report summary|html|paired` and `agentbench gate`, as argparse sub-commands.
 
 The console script calls `add_report_commands(subparsers)`; every parser it adds sets
 `func(args) -> int`, the process exit code:
-- report summary / report paired: 0, or 2 on bad input or a refused pairing;
-- gate: 1 on regression, 0 otherwise, 2 on bad input or a refused pairing.
+- report summary / html / paired: 0, or 2 on bad input (no such run, malformed records, a
+  refused pairing);
+- gate: 0 no regression, 1 regression, 2 bad input, a refused pairing or nothing left to pair;
+- argparse usage errors exit 2 as well.
+A run is named by a directory path, a run name (a directory of the output root) or `latest`
+(see runs.py); `--out DIR` is the output root, `--output FILE` where the report is written.
 `main(argv)` runs these commands on their own (`python -m pytest_agentbench.reporting.cli`).
 """
 
@@ -20,14 +24,18 @@ from pytest_agentbench.reporting.load import Fields, ReportError
 EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
 
 
+_RUN_HELP = "a run directory, a run name in the output root, or `latest`"
+
+
 def add_report_commands(subparsers: Any) -> None:
-    """Add `report` (with `summary` and `paired`) and `gate` to an argparse subparsers object."""
+    """Add `report` (summary, html, paired) and `gate` to an argparse subparsers object."""
     report = subparsers.add_parser("report", help="summary and paired reports over run dirs")
-    kinds = report.add_subparsers(dest="report_kind", metavar="{summary,paired}")
+    kinds = report.add_subparsers(dest="report_kind", metavar="{summary,html,paired}")
     kinds.required = True
 
     summary = kinds.add_parser("summary", help="pass rates, taxonomy, costs of one run")
-    summary.add_argument("--run", required=True, type=Path, metavar="DIR", help="run directory")
+    summary.add_argument("--run", default="latest", metavar="RUN",
+                         help=f"{_RUN_HELP} (default: latest)")
     _add_format(summary, ("md", "csv", "json", "html"))
     summary.add_argument("--infra-as-failure", action="store_true",
                          help="count infra errors (SANDBOX_ERROR, LLM_ERROR) as agent failures "
@@ -36,9 +44,17 @@ def add_report_commands(subparsers: Any) -> None:
                          help="validate every record against the AttemptRecord model (slow)")
     summary.set_defaults(func=_run_summary)
 
+    html = kinds.add_parser("html", help="write the run's self-contained report.html")
+    html.add_argument("--run", default="latest", metavar="RUN",
+                      help=f"{_RUN_HELP} (default: latest)")
+    _add_out(html)
+    html.add_argument("-o", "--output", type=Path, default=None, metavar="FILE",
+                      help="where to write it (default: <run dir>/report.html)")
+    html.set_defaults(func=_run_html)
+
     paired = kinds.add_parser("paired", help="paired comparison of two runs (A vs B)")
-    paired.add_argument("--run-a", required=True, type=Path, metavar="A", help="baseline run")
-    paired.add_argument("--run-b", required=True, type=Path, metavar="B", help="variant run")
+    paired.add_argument("--run-a", required=True, metavar="A", help=f"baseline run: {_RUN_HELP}")
+    paired.add_argument("--run-b", required=True, metavar="B", help=f"variant run: {_RUN_HELP}")
     paired.add_argument("--method", choices=("mcnemar", "bootstrap"), default="mcnemar",
                         help="primary test (both are always reported; default mcnemar)")
     _add_pairing(paired)
@@ -46,8 +62,8 @@ def add_report_commands(subparsers: Any) -> None:
     paired.set_defaults(func=_run_paired)
 
     gate = subparsers.add_parser("gate", help="regression gate: exit 1 if the candidate regressed")
-    gate.add_argument("--baseline", required=True, type=Path, metavar="A")
-    gate.add_argument("--candidate", required=True, type=Path, metavar="B")
+    gate.add_argument("--baseline", required=True, metavar="A", help=f"baseline: {_RUN_HELP}")
+    gate.add_argument("--candidate", required=True, metavar="B", help=f"candidate: {_RUN_HELP}")
     gate.add_argument("--max-drop", type=float, default=None,
                       help="largest allowed drop in pass rate, A - B (default 0.05 when "
                            "--margin is not given)")
@@ -59,10 +75,32 @@ def add_report_commands(subparsers: Any) -> None:
     gate.set_defaults(func=_run_gate)
 
 
+def _add_out(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, default=None, metavar="DIR",
+                        help="output root where run names and `latest` are looked up (default: "
+                             "ini agentbench_out, else reports/runs, under the project root)")
+
+
 def _add_format(parser: argparse.ArgumentParser, formats: Sequence[str]) -> None:
     parser.add_argument("--format", choices=formats, default="md")
-    parser.add_argument("--out", type=Path, default=None, metavar="FILE",
+    _add_out(parser)
+    parser.add_argument("-o", "--output", type=Path, default=None, metavar="FILE",
                         help="write the report here instead of standard output")
+
+
+_REPORT_SUFFIXES = (".md", ".csv", ".json", ".html", ".txt")
+
+
+def _run_dir(spec: str, args: argparse.Namespace) -> Path:
+    """The run directory `spec` names (runs.resolve_run), with `--out` checked first: it used
+    to name the report file, so a file there is refused with a pointer to `--output`."""
+    from pytest_agentbench.reporting.runs import resolve_run
+
+    out: Path | None = args.out
+    if out is not None and (out.is_file() or out.suffix.lower() in _REPORT_SUFFIXES):
+        raise ReportError(f"--out {out}: --out is the output root (a directory of runs); "
+                          "write the report to a file with --output FILE")
+    return resolve_run(spec, out)
 
 
 def _add_pairing(parser: argparse.ArgumentParser) -> None:
@@ -100,7 +138,7 @@ def _run_summary(args: argparse.Namespace) -> int:
 
     try:
         fields: Fields = "all" if args.format == "html" else "summary"
-        run = load_run(args.run, validate=args.validate, fields=fields)
+        run = load_run(_run_dir(args.run, args), validate=args.validate, fields=fields)
         summary = summarize(run, infra_as_failure=args.infra_as_failure)
         if args.format == "html":
             from pytest_agentbench.reporting.html import render_html
@@ -112,14 +150,28 @@ def _run_summary(args: argparse.Namespace) -> int:
             text = render_summary(summary, args.format)
     except ReportError as exc:
         return _fail(exc)
-    _emit(text, args.out)
+    _emit(text, args.output)
     return EXIT_OK
 
 
-def _load_pair(a: Path, b: Path) -> tuple[Any, Any]:
+def _run_html(args: argparse.Namespace) -> int:
+    from pytest_agentbench.reporting.html import write_html
+
+    try:
+        run_dir = _run_dir(args.run, args)
+        if not (run_dir / "attempts.jsonl").is_file():
+            raise ReportError(f"{run_dir}: no attempts.jsonl (no attempt was recorded)")
+        path = write_html(run_dir, args.output)
+    except ReportError as exc:
+        return _fail(exc)
+    print(f"wrote {path}")
+    return EXIT_OK
+
+
+def _load_pair(a: str, b: str, args: argparse.Namespace) -> tuple[Any, Any]:
     from pytest_agentbench.reporting.load import load_runs
 
-    run_a, run_b = load_runs([a, b])
+    run_a, run_b = load_runs([_run_dir(a, args), _run_dir(b, args)])
     return run_a, run_b
 
 
@@ -128,12 +180,12 @@ def _run_paired(args: argparse.Namespace) -> int:
     from pytest_agentbench.reporting.render import render_paired
 
     try:
-        run_a, run_b = _load_pair(args.run_a, args.run_b)
+        run_a, run_b = _load_pair(args.run_a, args.run_b, args)
         report = compare(run_a, run_b, args.method, args.missing, args.allow_mismatch,
                          args.seed, args.resamples, args.alpha, args.infra_as_failure)
     except ReportError as exc:
         return _fail(exc)
-    _emit(render_paired(report, args.format), args.out)
+    _emit(render_paired(report, args.format), args.output)
     return EXIT_OK
 
 
@@ -142,14 +194,14 @@ def _run_gate(args: argparse.Namespace) -> int:
     from pytest_agentbench.reporting.render import render_gate
 
     try:
-        run_a, run_b = _load_pair(args.baseline, args.candidate)
+        run_a, run_b = _load_pair(args.baseline, args.candidate, args)
         result = gate(run_a, run_b, max_drop=args.max_drop, margin=args.margin,
                       alpha=args.alpha, missing=args.missing,
                       allow_mismatch=args.allow_mismatch, seed=args.seed,
                       resamples=args.resamples, infra_as_failure=args.infra_as_failure)
     except ReportError as exc:
         return _fail(exc)
-    _emit(render_gate(result, args.format), args.out)
+    _emit(render_gate(result, args.format), args.output)
     if args.format != "md":  # the verdict always reaches a human in CI logs
         print(result.data["verdict"], file=sys.stderr)
     return result.exit_code

@@ -357,7 +357,7 @@ def test_cli_exit_codes_and_formats(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "refusing to pair" in capsys.readouterr().err
     out = tmp_path / "r.html"
     assert cli.main(["report", "summary", "--run", str(oracle), "--format", "html",
-                     "--out", str(out)]) == 0
+                     "--output", str(out)]) == 0
     assert out.read_text().startswith("<!DOCTYPE html>")
 
 

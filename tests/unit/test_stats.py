@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -71,6 +72,14 @@ def test_mcnemar_equals_statsmodels(b: int, c: int) -> None:
     ref = mcnemar([[7, b], [c, 4]], exact=res.exact, correction=True)
     assert res.pvalue == pytest.approx(min(1.0, float(ref.pvalue)), abs=1e-12, rel=1e-12)
     assert res.statistic == pytest.approx(float(ref.statistic), abs=1e-12)
+    # and against the textbook formulas, independent of statsmodels and scipy
+    n = b + c
+    if res.exact:
+        tail = Fraction(sum(math.comb(n, i) for i in range(min(b, c) + 1)), 2**n)
+        expected = float(min(Fraction(1), 2 * tail))
+    else:
+        expected = math.erfc(math.sqrt((abs(b - c) - 1.0) ** 2 / n / 2))
+    assert res.pvalue == pytest.approx(expected, abs=1e-12, rel=1e-12)
 
 
 def test_mcnemar_threshold_and_chi2_value() -> None:
