@@ -104,3 +104,12 @@ def test_this_checkout_reports_its_own_head() -> None:
 
 def test_the_installed_metadata_is_the_package_version() -> None:
     assert importlib.metadata.version("pytest-agentbench") == __version__
+
+
+def test_agentbench_version_prints_the_harness_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_agentbench.cli.main import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out == f"agentbench {version.harness_version()}\n"
