@@ -19,7 +19,7 @@ from pytest_agentbench.schemas.records import (
     SetupInfo,
     Timestamps,
 )
-from pytest_agentbench.schemas.task import TaskSpec
+from pytest_agentbench.schemas.task import AgentSpec, EnvironmentSpec, TaskSpec
 from pytest_agentbench.schemas.taxonomy import Reason
 from pytest_agentbench.version import harness_version
 
@@ -133,4 +133,49 @@ def limits_of(spec: TaskSpec, agent_time_limit_sec: float | None = None) -> Limi
         cpu_limit=env.cpu_limit,
         mem_limit_mb=env.mem_limit_mb,
         agent_time_limit_sec=agent_time_limit_sec,
+    )
+
+
+def invalid_task_record(
+    *,
+    run_id: str,
+    session_token: str,
+    task_id: str,
+    suite: str,
+    variant: str,
+    variant_config_hash: str,
+    worker: str,
+    problems: list[str],
+) -> AttemptRecord:
+    """A task whose task.yaml (or directory) failed validation: TASK_INVALID, so that it has a
+    line in attempts.jsonl and a row in the report instead of vanishing. It never ran: its
+    limits are the spec's defaults, its commit unknown."""
+    env, agent, now = EnvironmentSpec(), AgentSpec(), utc_now()
+    return AttemptRecord(
+        run_id=run_id,
+        attempt_id=attempt_id(run_id, task_id, variant, 0, session_token),
+        task_id=task_id,
+        suite=suite,
+        variant=variant,
+        variant_config_hash=variant_config_hash,
+        attempt_index=0,
+        task_spec_version=1,
+        task_commit="",
+        harness_version=harness_version(),
+        worker=worker,
+        timestamps=Timestamps(started_at=now, ended_at=now),
+        duration_sec=0.0,
+        result=Result(
+            passed=False,
+            failure_reason=Reason.TASK_INVALID,
+            summary="\n".join(problems) or "invalid task",
+        ),
+        limits=Limits(
+            timeout_sec=env.timeout_sec,
+            tool_timeout_sec=env.tool_timeout_sec,
+            max_steps=agent.max_steps,
+            cpu_limit=env.cpu_limit,
+            mem_limit_mb=env.mem_limit_mb,
+        ),
+        pytest_outcome="error",
     )

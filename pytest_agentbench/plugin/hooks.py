@@ -18,14 +18,17 @@ import pytest
 
 from pytest_agentbench.agents.port import Agent
 from pytest_agentbench.agents.variants import VariantError, agent_builder
-from pytest_agentbench.core.trial_record import crash_record
+from pytest_agentbench.core.trial_record import crash_record, invalid_task_record
 from pytest_agentbench.plugin.items import (
     SHORT_FAILURES,
     InvalidTaskDir,
+    InvalidTaskItem,
     TaskFile,
     TaskIndex,
     TaskItem,
+    label_marks,
 )
+from pytest_agentbench.plugin.rootdir import check_space_form
 from pytest_agentbench.plugin.workers import (
     crash_summary,
     crashed_worker,
@@ -33,6 +36,7 @@ from pytest_agentbench.plugin.workers import (
     is_worker,
     signal_workers,
     unhandled_reports,
+    worker_id,
 )
 from pytest_agentbench.run.finish import end_run
 from pytest_agentbench.run.settings import OutDirError, RunSettings, build_settings
@@ -42,7 +46,14 @@ from pytest_agentbench.run.sigterm import (
     sigterm_as_interrupt,
     uninterrupted,
 )
-from pytest_agentbench.run.state import ResumeError, RunState, start_run
+from pytest_agentbench.run.state import (
+    ResumeError,
+    RunState,
+    discard_empty_run,
+    point_latest,
+    start_run,
+)
+from pytest_agentbench.run.verdict import decide, nothing_selected
 from pytest_agentbench.run.writer import AttemptLog
 from pytest_agentbench.sandbox.image import ImageUnavailable, RunnerImage, runner_image
 from pytest_agentbench.tasks.loader import TASK_FILE, LoadedTask
@@ -80,20 +91,28 @@ class AgentbenchPlugin:
         self.log: AttemptLog | None = None  # the controller's, once the run started
         self.finish_errors: list[str] = []  # session-end steps that failed
         self._by_nodeid: dict[str, tuple[LoadedTask, int]] = {}  # the controller's, under xdist
+        self.selected: int | None = None  # task items left to run once collection settled
+        self.deselected = 0  # task items -k/-m/quarantine dropped (not those already done)
+        self.already_done = 0  # attempts a resumed run had recorded
+        self.verdict_lines: list[str] = []
 
     @classmethod
     def from_config(cls, config: pytest.Config, suites: list[str]) -> AgentbenchPlugin:
         """The run's settings and tasks; a usage error (one line) for a bad option or variant,
         an out dir that cannot be, or nothing to run."""
         try:
-            _check_rootdir(config)
+            check_space_form(config)
             settings = build_settings(
                 lambda name: config.getoption(f"agentbench_{name}"),
-                lambda name: config.getini(f"agentbench_{name}"),
+                lambda name: _ini(config, name),
                 suites=suites,
                 rootpath=config.rootpath,
+                invocation_dir=config.invocation_params.dir,
+                ini_dir=config.inipath.parent if config.inipath else None,
             )
             tasks = TaskIndex.discover(settings.taskpacks, settings.suites)
+            for label in label_marks(lab for t in tasks.tasks.values() for lab in t.spec.labels):
+                config.addinivalue_line("markers", f"{label}: agentbench task label (task.yaml)")
             redactor = Redactor.for_tasks(t.spec for t in tasks.tasks.values())
             build_agent = agent_builder(  # checks the variant: a usage error, not N failures
                 settings.variant,
@@ -147,7 +166,9 @@ class AgentbenchPlugin:
         problems = self.tasks.directory_problems(path)
         if not problems:
             return None
-        return InvalidTaskDir.from_parent(parent, path=path, problems=problems)
+        return InvalidTaskDir.from_parent(
+            parent, path=path, problems=problems, invalid_record=self.invalid_record
+        )
 
     def pytest_collect_file(
         self, file_path: Path, parent: pytest.Collector
@@ -162,7 +183,24 @@ class AgentbenchPlugin:
             problems=self.tasks.problems.get(resolved, []),
             attempts=self.settings.attempts,
             variant=self.settings.variant.name,
+            invalid_record=self.invalid_record,
         )
+
+    def invalid_record(self, task_dir: Path, problems: list[str]) -> dict[str, Any] | None:
+        """The TASK_INVALID record of an invalid task (items.InvalidTaskItem), once a run
+        started (not for --collect-only)."""
+        if self.state is None:
+            return None
+        return invalid_task_record(
+            run_id=self.state.run_id,
+            session_token=self.state.session_token,
+            task_id=task_dir.name,
+            suite=task_dir.parent.name,
+            variant=self.settings.variant.name,
+            variant_config_hash=self.settings.variant_hash(),
+            worker=worker_id(self.config),
+            problems=problems,
+        ).to_json_dict()
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         keep: list[pytest.Item] = []
@@ -171,8 +209,9 @@ class AgentbenchPlugin:
         quarantine = self.settings.quarantine
         for item in items:
             marker = item.get_closest_marker("agentbench_quarantine")
-            if isinstance(item, TaskItem) and item.attempt_key in done:
+            if isinstance(item, TaskItem | InvalidTaskItem) and item.attempt_key in done:
                 drop.append(item)
+                self.already_done += 1
                 continue
             if quarantine == "only" and marker is None:
                 drop.append(item)
@@ -188,6 +227,14 @@ class AgentbenchPlugin:
             self.config.hook.pytest_deselected(items=drop)
             items[:] = keep
 
+    @pytest.hookimpl(trylast=True)  # after -k/-m deselected theirs
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        tasks = [i for i in session.items if isinstance(i, TaskItem | InvalidTaskItem)]
+        self.selected = len(tasks)
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        self.deselected += sum(isinstance(i, TaskItem | InvalidTaskItem) for i in items)
+
     # -- xdist, on the controller (hooks that exist only when xdist is installed) -------------
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -198,8 +245,12 @@ class AgentbenchPlugin:
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         """Which attempt each collected item is, for the record of a worker that dies in it."""
-        if self._by_nodeid:
+        if self._by_nodeid or self.selected is not None:
             return  # every worker collects the same items
+        root, taskpacks = self.config.rootpath, self.settings.taskpacks
+        self.selected = sum(
+            taskpacks in (root / nodeid.partition("::")[0]).resolve().parents for nodeid in ids
+        )
         by_name = self.tasks.attempts_by_name(self.settings.attempts, self.settings.variant.name)
         for nodeid in ids:
             attempt = by_name.get(nodeid.rpartition("::")[2])
@@ -272,6 +323,39 @@ class AgentbenchPlugin:
         self.finish_errors += end_run(
             self.state, self.redactor, docker=self.settings.docker, first=record_unhandled
         )
+        self._settle_exit(session)
+
+    def _settle_exit(self, session: pytest.Session) -> None:
+        """The exit status the records call for (run/verdict.py), where pytest's own says the
+        session ran to its end (0, 1 or 5); `latest` names the run; a new run that selected
+        nothing is a usage error and leaves no directory."""
+        assert self.log is not None and self.state is not None
+        status = int(session.exitstatus)
+        if status not in (0, 1, 5):  # interrupted, internal or usage error: pytest's word stands
+            if self.log.recorded == 0 and discard_empty_run(self.state):
+                self.verdict_lines = [f"(nothing recorded: no run directory kept at "
+                                      f"{self.state.path})"]
+            return
+        if self.log.recorded == 0 and not self.selected:
+            if self.already_done and not self.deselected:
+                self.verdict_lines = [f"nothing left to run: all {self.already_done} "
+                                      "attempt(s) of this run are recorded"]
+                session.exitstatus = pytest.ExitCode.OK
+                return
+            paths = list(self.config.args) if _paths_given(self.config) else []
+            why = nothing_selected(self.settings.suites, paths, self.deselected)
+            self.verdict_lines = [f"ERROR: {why}"]
+            if discard_empty_run(self.state):
+                self.verdict_lines.append(f"(no run directory kept: {self.state.path})")
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+            return
+        verdict = decide(self.log.tally, self.settings.fail_under, bool(self.finish_errors))
+        self.verdict_lines = list(verdict.lines)
+        if verdict.exit_code is not None:
+            session.exitstatus = verdict.exit_code
+        note = point_latest(self.state.path)
+        if note:
+            self.state.notes.append(note)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.log is None or self.state is None:
@@ -283,7 +367,10 @@ class AgentbenchPlugin:
             f"run {state.run_id} ({self.settings.variant.name}): "
             f"{log.recorded} attempts recorded ({counts})"
         )
-        terminalreporter.write_line(f"run dir: {state.run_dir}")
+        if state.path.is_dir():
+            terminalreporter.write_line(f"run dir: {state.run_dir}")
+        for line in self.verdict_lines:
+            terminalreporter.write_line(line, red=line.startswith("ERROR"))
         for note in state.notes:
             terminalreporter.write_line(f"agentbench: {note}", yellow=True)
         for line in self.finish_errors:
@@ -294,19 +381,16 @@ class AgentbenchPlugin:
         restore_sigterm()
 
 
-def _check_rootdir(config: pytest.Config) -> None:
-    """`--agentbench-out DIR` with a space: pytest's early argument scan, which does not know
-    plugin options yet, takes an existing DIR for a test path and may make it the rootdir,
-    silently dropping the project's ini file. Say so instead."""
-    args = list(config.invocation_params.args)
-    for name in ("agentbench_out", "agentbench_resume", "agentbench_taskpacks"):
-        value, flag = config.getoption(name), "--" + name.replace("_", "-")
-        space_form = any(a == flag and b == value for a, b in zip(args, args[1:], strict=False))
-        if space_form and Path(value).resolve() == config.rootpath.resolve():
-            raise ValueError(
-                f"pytest took {value} as its rootdir; write {flag}={value} "
-                "(with '=') so it is read as the option's value"
-            )
+def _ini(config: pytest.Config, name: str) -> Any:
+    """An ini value; a value its type refuses (`agentbench_attempts = many`) names its key."""
+    try:
+        return config.getini(f"agentbench_{name}")
+    except ValueError as exc:
+        raise ValueError(f"agentbench_{name} (ini): {exc}") from None
+
+
+def _paths_given(config: pytest.Config) -> bool:
+    return config.args_source == pytest.Config.ArgsSource.ARGS
 
 
 def _default_worksteal(config: pytest.Config) -> None:

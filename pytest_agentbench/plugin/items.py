@@ -5,7 +5,8 @@ does not load becomes one ERROR item. The collectors get what they show from the
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,28 @@ class InvalidTaskSpec(Exception):
 
 
 SHORT_FAILURES = (AgentFailure, TaskError, InvalidTaskSpec)  # reported as one text, no traceback
+
+
+InvalidRecord = Callable[[Path, list[str]], "dict[str, Any] | None"]
+"""The TASK_INVALID record of a task directory with these problems (None: no run to record
+in, e.g. --collect-only)."""
+
+# Builtin marks (and the words of -m's grammar) a label must not become: `skip` as a label
+# would skip the task.
+RESERVED_MARKS = frozenset(
+    {"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings", "timeout",
+     "tryfirst", "trylast", "and", "or", "not", "agentbench_label", "agentbench_quarantine"}
+)
+_MARK_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.+-][A-Za-z0-9_]+)*")
+
+
+def label_marks(labels: Iterable[str]) -> list[str]:
+    """The labels that become markers (`-m <label>`): names -m can spell, not a builtin mark.
+    Every label still matches `-k`."""
+    return sorted(
+        {label for label in labels
+         if _MARK_NAME.fullmatch(label) and label.lower() not in RESERVED_MARKS}
+    )
 
 
 def run_attempt(agentbench_attempt: dict[str, Any]) -> None:
@@ -113,15 +136,21 @@ class TaskFile(pytest.File):
         problems: list[TaskProblem],
         attempts: int,
         variant: str,
+        invalid_record: InvalidRecord,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.task, self.problems, self.attempts, self.variant = task, problems, attempts, variant
+        self.invalid_record = invalid_record
 
     def collect(self) -> list[pytest.Item]:
         if self.task is None:
             name = self.path.parent.name
-            return [InvalidTaskItem.from_parent(self, name=name, problems=self.problems)]
+            invalid = InvalidTaskItem.from_parent(
+                self, name=name, problems=self.problems, task_dir=self.path.parent,
+                invalid_record=self.invalid_record,
+            )
+            return [invalid]
         items: list[pytest.Item] = []
         for index in range(self.attempts):
             name = item_name(self.task.id, index, self.attempts, self.variant)
@@ -135,12 +164,17 @@ class InvalidTaskDir(pytest.Directory):
     """A task directory with no loadable task.yaml (none at all, a `task.yml`, a FIFO): one
     ERROR item, like a task.yaml that fails to load, while every other task still runs."""
 
-    def __init__(self, *, problems: list[TaskProblem], **kwargs: Any) -> None:
+    def __init__(
+        self, *, problems: list[TaskProblem], invalid_record: InvalidRecord, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
-        self.problems = problems
+        self.problems, self.invalid_record = problems, invalid_record
 
     def collect(self) -> list[pytest.Item | pytest.Collector]:
-        item = InvalidTaskItem.from_parent(self, name=self.path.name, problems=self.problems)
+        item = InvalidTaskItem.from_parent(
+            self, name=self.path.name, problems=self.problems, task_dir=self.path,
+            invalid_record=self.invalid_record,
+        )
         return [item]
 
 
@@ -154,6 +188,8 @@ class TaskItem(pytest.Function):
         self.extra_keyword_matches.update({spec.id, spec.suite, *spec.labels})
         for label in spec.labels:
             self.add_marker(pytest.mark.agentbench_label(label))
+        for name in label_marks(spec.labels):  # registered by the plugin: `-m <label>`
+            self.add_marker(getattr(pytest.mark, name))
         reason = spec.quarantine_reason
         if reason:
             self.add_marker(pytest.mark.agentbench_quarantine(reason=reason))
@@ -167,14 +203,30 @@ class TaskItem(pytest.Function):
 
 
 class InvalidTaskItem(pytest.Item):
-    """A task.yaml that failed to load: one ERROR with one line per problem, no traceback."""
+    """A task.yaml that failed to load: one ERROR with one line per problem, no traceback, and
+    a TASK_INVALID record (attempts.jsonl and the report count it apart from the agent's)."""
 
-    def __init__(self, *, problems: list[TaskProblem], **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        problems: list[TaskProblem],
+        task_dir: Path,
+        invalid_record: InvalidRecord,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
-        self.problems = problems
+        self.problems, self.task_dir, self.invalid_record = problems, task_dir, invalid_record
+
+    @property
+    def attempt_key(self) -> str:
+        return attempt_key(self.task_dir.name, 0)
 
     def setup(self) -> None:
-        raise InvalidTaskSpec("\n".join(str(p) for p in self.problems) or "invalid task")
+        lines = [str(p) for p in self.problems]
+        record = self.invalid_record(self.task_dir, lines)
+        if record is not None:
+            self.agentbench_record = record  # attached to the report (plugin/hooks.py)
+        raise InvalidTaskSpec("\n".join(lines) or "invalid task")
 
     def runtest(self) -> None:  # pragma: no cover - setup always raises
         pass

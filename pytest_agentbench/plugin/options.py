@@ -1,4 +1,9 @@
-"""Command-line options and ini keys of the plugin."""
+"""Command-line options and ini keys of the plugin.
+
+Path options are written `--agentbench-out=DIR`: pytest picks its rootdir before it knows a
+plugin's options, so in `--agentbench-out DIR` the DIR is first read as a test path (the run
+refuses that spelling with one line when it changed the rootdir; see plugin/hooks.py).
+"""
 
 from __future__ import annotations
 
@@ -15,14 +20,35 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="NAME",
         help="run the tasks of taskpacks/NAME (repeatable); activates the plugin",
     )
-    add("--agentbench-taskpacks", metavar="DIR", help="taskpacks root (default: taskpacks)")
+    add(
+        "--agentbench-taskpacks",
+        metavar="DIR",
+        help="taskpacks root (default: taskpacks under the rootdir)",
+    )
     add(
         "--agentbench-variant",
         metavar="NAME|YAML",
         help="agent variant: oracle, nop, scripted, llm_v0, or a variant YAML (default: oracle)",
     )
     add("--agentbench-attempts", type=int, metavar="K", help="attempts per task (pass@k)")
-    add("--agentbench-out", metavar="DIR", help="output root (default: reports/runs)")
+    add(
+        "--agentbench-out",
+        metavar="DIR",
+        help="output root, each run a directory in it (default: reports/runs under the rootdir)",
+    )
+    add(
+        "--agentbench-run-name",
+        metavar="NAME",
+        help="name of the run directory (and run id) instead of a generated one; the report "
+        "commands take it, or `latest` for the newest run",
+    )
+    add(
+        "--agentbench-fail-under",
+        metavar="RATE",
+        help="exit 1 when the pass rate of scored attempts is below RATE (0.8 or 80%%); task "
+        "problems and quarantined tasks are reported apart and do not fail the run; "
+        "infrastructure errors exit 6 (default: pytest's rule, any failure or error exits 1)",
+    )
     add("--agentbench-full-logs", action="store_true", help="keep untruncated command output")
     add(
         "--agentbench-keep-workspace",
@@ -73,15 +99,36 @@ def add_options(parser: pytest.Parser) -> None:
     add("--agentbench-model", metavar="NAME", help="LLM model name (llm agents)")
     add("--agentbench-preset", metavar="NAME", help="LLM provider preset (openrouter, openai, ...)")
     add("--agentbench-base-url", metavar="URL", help="OpenAI-compatible base URL")
-    add("--agentbench-temperature", type=float, metavar="T")
-    add("--agentbench-top-p", type=float, metavar="P")
-    add("--agentbench-max-tokens", type=int, metavar="N")
-    add("--agentbench-seed", type=int, metavar="N")
+    add(
+        "--agentbench-temperature",
+        type=float,
+        metavar="T",
+        help="sampling temperature of the model (llm agents; default: the variant's)",
+    )
+    add(
+        "--agentbench-top-p",
+        type=float,
+        metavar="P",
+        help="nucleus sampling top_p of the model (llm agents; default: the variant's)",
+    )
+    add(
+        "--agentbench-max-tokens",
+        type=int,
+        metavar="N",
+        help="most tokens per model reply (llm agents; default: the variant's)",
+    )
+    add(
+        "--agentbench-seed",
+        type=int,
+        metavar="N",
+        help="sampling seed sent to the model, where the provider supports one (llm agents)",
+    )
+    _add_int_ini(parser, "agentbench_attempts", "attempts per task (pass@k)")
     for name, help_ in [
-        ("taskpacks", "taskpacks root"),
+        ("taskpacks", "taskpacks root, relative to the ini file"),
         ("variant", "default variant"),
-        ("attempts", "attempts per task"),
-        ("out", "output root"),
+        ("out", "output root, relative to the ini file"),
+        ("fail_under", "exit 1 below this pass rate (see --agentbench-fail-under)"),
         ("quarantine", "run|skip|only"),
         ("ca_bundle", "CA bundle path|auto|none"),
         ("image", "runner image"),
@@ -89,3 +136,12 @@ def add_options(parser: pytest.Parser) -> None:
         ("env_cache_max_size", "environment cache cap, e.g. 20G"),
     ]:
         parser.addini(f"agentbench_{name}", help_, default=None)
+
+
+def _add_int_ini(parser: pytest.Parser, name: str, help_: str) -> None:
+    """An `int` ini key where this pytest types them (8.4+); untyped before (checked when the
+    settings are built either way)."""
+    try:
+        parser.addini(name, help_, type="int", default=None)
+    except (AssertionError, ValueError, TypeError):  # pytest < 8.4 knows no "int"
+        parser.addini(name, help_, default=None)

@@ -3,12 +3,17 @@
 `build_settings` takes two lookups (option, ini) by short name (`"variant"` for
 `--agentbench-variant` and the `agentbench_variant` ini key), so it runs and is tested without
 pytest. A command-line value wins over the ini value, which wins over the default.
+
+Relative paths mean what pytest's own path options mean: a command-line value is relative to
+the directory pytest was invoked from, an ini value to the ini file's directory, and a default
+(`taskpacks`, `reports/runs`) to the rootdir, wherever the command runs from.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +27,8 @@ from pytest_agentbench.run.hostenv import resolve_ca_bundle
 Lookup = Callable[[str], Any]
 LLM_OPTIONS = ("model", "base_url", "temperature", "top_p", "max_tokens", "preset", "seed")
 QUARANTINE_MODES = ("run", "skip", "only")
+RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+RESERVED_RUN_NAMES = ("latest",)  # the output root's link to the newest run
 
 
 class OutDirError(Exception):
@@ -64,6 +71,10 @@ class RunSettings:
     """Environment cache root as given (`none` disables; None: the default)."""
     env_cache_max_size: str | None = None
     """Environment cache cap as given (`20G`; checked when settings are built; None: default)."""
+    fail_under: float | None = None
+    """Exit 1 when the pass rate of scored attempts is below this (0..1); None: pytest's rule."""
+    run_name: str | None = None
+    """The run directory's name (and run id) instead of a generated one."""
     llm: Mapping[str, Any] = field(default_factory=dict)
     """Model options from the command line (model, base_url, preset, ...); only those given."""
 
@@ -77,22 +88,37 @@ class RunSettings:
 
 
 def build_settings(
-    option: Lookup, ini: Lookup, *, suites: list[str], rootpath: Path
+    option: Lookup,
+    ini: Lookup,
+    *,
+    suites: list[str],
+    rootpath: Path,
+    invocation_dir: Path | None = None,
+    ini_dir: Path | None = None,
 ) -> RunSettings:
     """The settings from command-line `option` and `ini` lookups. Raises ValueError (or the
-    variant's VariantError, or OutDirError) with a one-line message on a bad value."""
-    resume = option("resume")
+    variant's VariantError, or OutDirError) with a one-line message on a bad value.
+    `invocation_dir` (default: the cwd) anchors relative command-line paths, `ini_dir`
+    (default: `rootpath`) relative ini paths, `rootpath` the defaults."""
+    paths = _Anchors(invocation_dir or Path.cwd(), ini_dir or rootpath, rootpath)
+    resume_given = option("resume")
+    resume = paths.given(resume_given) if resume_given else None
     if resume and not suites:
         suites = _suites_of_run(resume)
-    taskpacks = Path(option("taskpacks") or ini("taskpacks") or "taskpacks")
-    if not taskpacks.is_absolute():
-        taskpacks = rootpath / taskpacks if not taskpacks.exists() else taskpacks.resolve()
+    taskpacks = paths.pick(option("taskpacks"), ini("taskpacks"), "taskpacks")
     variant = load_variant(option("variant") or ini("variant") or "oracle")
     attempts = _attempts(option("attempts"), ini("attempts"))
-    out = Path(option("out") or ini("out") or "reports/runs")
-    out_label = "--agentbench-out" if option("out") else "agentbench_out (ini)"
+    out = paths.pick(option("out"), ini("out"), "reports/runs")
+    out_label = "--agentbench-out" if option("out") else (
+        "agentbench_out (ini)" if ini("out") else "the default output root")
+    run_name = _run_name(option("run_name"))
     if not resume:
-        check_out_dir(out.resolve(), f"{out_label}={out}")
+        check_out_dir(out, f"{out_label}={out}")
+        if run_name and (out / run_name).exists():
+            raise OutDirError(
+                f"--agentbench-run-name={run_name}: {out / run_name} exists; choose another "
+                f"name, or continue that run with --agentbench-resume={out / run_name}"
+            )
     ca_bundle = resolve_ca_bundle(option("ca_bundle") or ini("ca_bundle") or "auto")
     git_cache = option("git_cache")
     return RunSettings(
@@ -101,19 +127,69 @@ def build_settings(
         variant=variant,
         attempts=attempts,
         quarantine=_quarantine(option("quarantine"), ini("quarantine")),
-        out=out.resolve(),
+        out=out,
         out_label=out_label,
-        resume=Path(resume) if resume else None,
+        resume=resume,
         image=option("image") or ini("image") or None,
         sandbox=option("sandbox") or "docker",
         full_logs=bool(option("full_logs")),
         keep_workspace=bool(option("keep_workspace")),
         ca_bundle=Path(ca_bundle) if ca_bundle else None,
-        git_cache=Path(git_cache) if git_cache else None,
+        git_cache=paths.given(git_cache) if git_cache else None,
         env_cache=option("env_cache") or ini("env_cache") or None,
         env_cache_max_size=_size(option("env_cache_max_size"), ini("env_cache_max_size")),
         llm=_llm_options(option),
+        fail_under=_fail_under(option("fail_under"), ini("fail_under")),
+        run_name=run_name,
     )
+
+
+@dataclass(frozen=True)
+class _Anchors:
+    """Where relative paths are anchored: command line, ini file, default."""
+
+    invocation: Path
+    ini: Path
+    root: Path
+
+    def given(self, value: str | os.PathLike[str]) -> Path:
+        """A command-line path, absolute."""
+        return (self.invocation / Path(value).expanduser()).resolve()
+
+    def pick(self, given: Any, from_ini: Any, default: str) -> Path:
+        """The command-line value, else the ini value, else the default; absolute."""
+        if given:
+            return self.given(given)
+        base, value = (self.ini, from_ini) if from_ini else (self.root, default)
+        return (base / Path(str(value)).expanduser()).resolve()
+
+
+def _run_name(given: Any) -> str | None:
+    if not given:
+        return None
+    name = str(given)
+    if not RUN_NAME.fullmatch(name) or name in RESERVED_RUN_NAMES:
+        raise ValueError(
+            f"--agentbench-run-name={name}: expected letters, digits, '.', '_' or '-' "
+            "(at most 100, not starting with a dot or dash), and not 'latest'"
+        )
+    return name
+
+
+def _fail_under(given: Any, from_ini: Any) -> float | None:
+    """The pass-rate threshold, as a fraction (0.8) or a percentage (80%)."""
+    raw = given if given is not None else from_ini
+    if raw is None or raw == "":
+        return None
+    where = "--agentbench-fail-under" if given is not None else "agentbench_fail_under (ini)"
+    text = str(raw).strip()
+    try:
+        rate = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        rate = -1.0
+    if not 0.0 <= rate <= 1.0:
+        raise ValueError(f"{where}: expected a pass rate in 0..1 or 0%..100%, got {raw!r}")
+    return rate
 
 
 def check_out_dir(out: Path, where: str) -> None:
@@ -131,10 +207,10 @@ def check_out_dir(out: Path, where: str) -> None:
         raise OutDirError(f"{where}: {probe} is not writable")
 
 
-def _suites_of_run(resume: str) -> list[str]:
+def _suites_of_run(resume: Path) -> list[str]:
     """--agentbench-resume with no suite: the suites the run directory was started with."""
     try:
-        suites: list[str] = json.loads((Path(resume) / "run.json").read_text("utf-8"))["suites"]
+        suites: list[str] = json.loads((resume / "run.json").read_text("utf-8"))["suites"]
     except (OSError, ValueError, KeyError) as exc:
         raise ValueError(
             f"--agentbench-resume {resume}: not a readable run directory "
@@ -144,13 +220,16 @@ def _suites_of_run(resume: str) -> list[str]:
 
 
 def _attempts(given: Any, from_ini: Any) -> int:
-    raw = (from_ini or 1) if given is None else given
+    """Attempts per task: the ini key is typed `int` where pytest can (8.4+), and checked here
+    either way, naming where a bad value came from."""
+    raw = (1 if from_ini in (None, "") else from_ini) if given is None else given
+    where = "--agentbench-attempts" if given is not None else "agentbench_attempts (ini)"
     try:
-        attempts = int(raw)
+        attempts = int(str(raw).strip())
     except ValueError:
         attempts = 0
     if attempts < 1:
-        raise ValueError("--agentbench-attempts: expected a positive integer")
+        raise ValueError(f"{where}: expected a positive integer, got {raw!r}")
     return attempts
 
 

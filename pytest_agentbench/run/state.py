@@ -8,9 +8,12 @@ attempt key (`attempt_key`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import secrets
+import shutil
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -36,6 +39,7 @@ class RunState:
     session_token: str
     done: list[str] = field(default_factory=list)  # attempt keys already recorded
     notes: list[str] = field(default_factory=list)  # torn lines set aside, lines skipped
+    resumed: bool = False  # continues a run directory made by an earlier session
 
     def to_wire(self) -> str:
         return json.dumps(asdict(self))
@@ -85,7 +89,7 @@ def start_run(
     token = secrets.token_hex(4)
     if settings.resume is None:
         suites = list(settings.suites)
-        run_id = new_run_id(suites, settings.variant.name.replace("/", "_"))
+        run_id = settings.run_name or new_run_id(suites, settings.variant.name.replace("/", "_"))
         run_dir = settings.out / run_id
         _make_run_dir(run_dir, f"{settings.out_label}={settings.out}")
         write_json(
@@ -126,7 +130,7 @@ def start_run(
     )
     meta.setdefault("sessions", []).append(token)
     write_json(meta_path, meta)
-    return RunState(meta["run_id"], str(resume), chash, token, done, notes)
+    return RunState(meta["run_id"], str(resume), chash, token, done, notes, resumed=True)
 
 
 def _make_run_dir(run_dir: Path, where: str) -> None:
@@ -135,3 +139,34 @@ def _make_run_dir(run_dir: Path, where: str) -> None:
     except OSError as exc:
         failed = exc.filename or run_dir
         raise OutDirError(f"{where}: cannot create {failed} ({exc.strerror or exc})") from None
+
+
+LATEST = "latest"  # the output root's link to the newest run directory
+
+
+def point_latest(run_dir: Path) -> str | None:
+    """Point `<output root>/latest` at `run_dir` (replaced atomically: a reader sees the old or
+    the new run, never neither). Returns a note when it cannot."""
+    link = run_dir.parent / LATEST
+    if link.exists() and not link.is_symlink():
+        return f"{link} is not a link (left alone): `latest` does not name this run"
+    temporary = run_dir.parent / f".{LATEST}.{os.getpid()}.{secrets.token_hex(3)}"
+    try:
+        os.symlink(run_dir.name, temporary)
+        os.replace(temporary, link)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        return f"could not point {link} at this run ({exc.strerror or exc})"
+    return None
+
+
+def discard_empty_run(state: RunState) -> bool:
+    """Remove a new run's directory that recorded nothing (nothing was selected): True when
+    removed. A resumed run's directory is never removed."""
+    if state.resumed or not state.path.is_dir():
+        return False
+    if (state.path / "attempts.jsonl").exists():
+        return False
+    shutil.rmtree(state.path, ignore_errors=True)
+    return not state.path.exists()

@@ -14,6 +14,7 @@ from typing import Any
 
 from pytest_agentbench.core.rundir import append_jsonl, read_jsonl, repair_jsonl
 from pytest_agentbench.run.state import RunState
+from pytest_agentbench.run.verdict import Tally
 from pytest_agentbench.schemas.records import attempt_key
 
 RedactRecord = Callable[[dict[str, Any]], dict[str, Any]]
@@ -27,6 +28,7 @@ class AttemptLog:
         self.redact = redact
         self.recorded = 0
         self.outcomes: dict[str, int] = {}  # pytest outcome -> attempts
+        self.tally = Tally()  # by category, for the exit status (run/verdict.py)
         self._keys: set[str] = set()
 
     def write(self, record: dict[str, Any]) -> bool:
@@ -40,6 +42,7 @@ class AttemptLog:
         self.recorded += 1
         outcome = record.get("pytest_outcome") or "error"
         self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
+        self.tally.add(record)
         return True
 
 

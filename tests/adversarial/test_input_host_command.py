@@ -21,6 +21,7 @@ from pytest_agentbench.repos.gitcmd import GitFailed, RepoError, run_git
 from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.repos.sources import resolve_source
 from pytest_agentbench.tasks.discovery import discover
+from tests.support.run_dirs import run_dirs
 from tests.support.tiny_pack import SUITE, Pack
 
 
@@ -212,6 +213,6 @@ def test_a_run_with_an_attack_url_records_an_error_and_runs_nothing(
     assert "repo.url: must not start with '-'" in text
     assert "Traceback" not in text
     assert not marker.exists()
-    runs = list((pytester.path / "reports" / "runs").iterdir())
+    runs = run_dirs(pytester.path / "reports" / "runs")
     records = [json.loads(line) for line in (runs[0] / "attempts.jsonl").read_text().splitlines()]
     assert [record["task_id"] for record in records] == ["good"]

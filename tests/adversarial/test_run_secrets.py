@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from pytest_agentbench.text.redaction import Redactor
+from tests.support.run_dirs import run_dirs
 
 # --------------------------------------------------------------------------- the patterns
 
@@ -142,7 +143,7 @@ def leaky_run(pytester: pytest.Pytester) -> tuple[Path, str]:
     )
     text = result.stdout.str() + result.stderr.str()
     assert result.ret == 1, text  # two ERRORs (SETUP_FAILED)
-    (run_dir,) = (pytester.path / "reports" / "runs").iterdir()
+    (run_dir,) = run_dirs(pytester.path / "reports" / "runs")
     return run_dir, text
 
 

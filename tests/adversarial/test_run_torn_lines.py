@@ -17,6 +17,7 @@ import pytest
 
 import pytest_agentbench.core.rundir as rundir
 from pytest_agentbench.schemas.records import AttemptRecord
+from tests.support.run_dirs import run_dirs
 from tests.support.tiny_pack import FIXED, ORACLE_PATCH
 
 FRAGMENT = '{"attempt_id": "x", "task_id": "b-task", "resu'  # a record cut mid-write
@@ -111,7 +112,7 @@ def _records(run_dir: Path) -> list[dict[str, Any]]:
 def test_resume_after_a_controller_killed_mid_write(pytester: pytest.Pytester, suite: Path) -> None:
     first = _run(pytester, "--agentbench-suite", "synth", "-k", "a-task")
     assert first.ret == 0, first.stdout.str()
-    (run_dir,) = (pytester.path / "reports" / "runs").iterdir()
+    (run_dir,) = run_dirs(pytester.path / "reports" / "runs")
     assert [r["task_id"] for r in _records(run_dir)] == ["a-task"]
     with (run_dir / "attempts.jsonl").open("a") as handle:
         handle.write(FRAGMENT)  # the controller died here, in the middle of b-task's line
@@ -149,7 +150,7 @@ def test_a_failing_session_end_step_costs_no_report(pytester: pytest.Pytester, s
     text = result.stdout.str() + result.stderr.str()
     assert "INTERNALERROR" not in text and "Traceback" not in text, text
     assert result.ret == 0, text
-    (run_dir,) = (pytester.path / "reports" / "runs").iterdir()
+    (run_dir,) = run_dirs(pytester.path / "reports" / "runs")
     assert len(_records(run_dir)) == 2
     assert (run_dir / "report.html").is_file() and (run_dir / "report_summary.md").is_file()
     failed = [line for line in text.splitlines() if line.startswith("agentbench: session end:")]

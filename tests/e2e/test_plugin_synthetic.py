@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.run.hostenv import work_root
+from tests.support.run_dirs import run_dirs as dirs_under
 from tests.support.tiny_pack import (
     FIXED,
     FLIP_FLOP,
@@ -212,8 +213,8 @@ def test_xdist_records_match_a_serial_run(pytester: pytest.Pytester, standard: P
     run_suite(pytester, "--agentbench-out=parallel", "-n", "2").assert_outcomes(
         passed=2, errors=1, xfailed=1
     )
-    (serial,) = (pytester.path / "serial").iterdir()
-    (parallel,) = (pytester.path / "parallel").iterdir()
+    (serial,) = dirs_under(pytester.path / "serial")
+    (parallel,) = dirs_under(pytester.path / "parallel")
 
     def key(records: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
         return sorted(

@@ -22,6 +22,7 @@ import pytest
 
 from pytest_agentbench.schemas.events import EventAdapter
 from pytest_agentbench.schemas.records import AttemptRecord
+from tests.support.run_dirs import run_dirs
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKPACKS = ROOT / "taskpacks"
@@ -189,7 +190,7 @@ class RunDir:
 
 
 def only_run_dir(out: Path) -> RunDir:
-    dirs = sorted(p for p in out.iterdir() if p.is_dir()) if out.is_dir() else []
+    dirs = run_dirs(out)
     assert len(dirs) == 1, f"expected one run directory under {out}, found {dirs}"
     return RunDir(dirs[0])
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import yaml
 
+from tests.support.run_dirs import run_dirs
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -40,7 +42,7 @@ def run_agent(tmp_path: Path, calls: list[dict], *options: str,
          f"--agentbench-out={out}", "-k", "fix-mean-off-by-one",
          f"--agentbench-variant={variant}", *options],
         cwd=ROOT, capture_output=True, text=True, timeout=300, env=dict(os.environ))
-    (run_dir,) = list(out.iterdir())
+    (run_dir,) = run_dirs(out)
     (line,) = (run_dir / "attempts.jsonl").read_text().splitlines()
     assert "INTERNALERROR" not in proc.stdout + proc.stderr, proc.stdout[-3000:]
     return json.loads(line), run_dir / "tasks" / "fix-mean-off-by-one"

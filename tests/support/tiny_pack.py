@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.schemas.records import AttemptRecord
+from tests.support.run_dirs import run_dirs as dirs_under
 
 SUITE = "synth"
 
@@ -113,7 +114,7 @@ def run_suite(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 def run_dirs(pytester: pytest.Pytester) -> list[Path]:
     root = pytester.path / "reports" / "runs"
-    return sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    return dirs_under(root)
 
 
 def only_run_dir(pytester: pytest.Pytester) -> Path:

@@ -47,7 +47,8 @@ def test_the_command_line_wins_over_the_ini_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("attempts", ["0", "x", "-1"])
 def test_attempts_must_be_a_positive_integer(tmp_path: Path, attempts: str) -> None:
-    with pytest.raises(ValueError, match="--agentbench-attempts: expected a positive integer"):
+    expected = r"agentbench_attempts \(ini\): expected a positive integer"
+    with pytest.raises(ValueError, match=expected):
         settings(tmp_path, ini={"attempts": attempts})
 
 

@@ -1,0 +1,90 @@
+"""The space form of a path option (`--agentbench-out DIR`) and pytest's rootdir.
+
+pytest picks its rootdir and ini file before it loads plugins, so it does not know yet that DIR
+belongs to `--agentbench-out`: an existing DIR is read as a test path, and the rootdir becomes
+DIR or an ancestor of it, dropping the project's ini file (its `agentbench_*` keys, markers,
+testpaths). By the time a plugin runs, that choice is made and cannot be undone cleanly.
+
+So the run asks pytest's own rootdir search what it would have chosen without those values;
+when the answer differs, the run stops with one line before anything is written. When it is
+the same (DIR missing, or inside the project), the space form simply works.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+PATH_OPTIONS = ("agentbench_out", "agentbench_resume", "agentbench_taskpacks",
+                "agentbench_git_cache", "agentbench_env_cache")
+
+
+class RootdirTaken(ValueError):
+    """A path option's value, written after a space, moved pytest's rootdir."""
+
+
+def check_space_form(config: pytest.Config) -> None:
+    """RootdirTaken (one line) when a path option written `--opt VALUE` changed the rootdir or
+    the ini file pytest chose."""
+    args = _scanned_args(config)
+    spaced = []
+    for name in PATH_OPTIONS:
+        value = config.getoption(name, None)
+        flag = "--" + name.replace("_", "-")
+        if value and any(a == flag and b == value for a, b in zip(args, args[1:], strict=False)):
+            spaced.append((flag, str(value)))
+    if not spaced:
+        return
+    flag, value = spaced[0]
+    expected = _setup_without(config, [value for _, value in spaced])
+    if expected is None:  # this pytest's search cannot be asked: the narrower check
+        if any(Path(v).resolve() == config.rootpath.resolve() for _, v in spaced):
+            raise RootdirTaken(
+                f"{flag} {value}: pytest took {value} as its rootdir; write {flag}={value}, "
+                "with '='"
+            )
+        return
+    if expected == (config.rootpath, config.inipath):
+        return
+    raise RootdirTaken(
+        f"{flag} {value}: pytest read {value} as a test path and took {config.rootpath} as its "
+        f"rootdir (instead of {expected[0]}); write {flag}={value}, with '='"
+    )
+
+
+def _scanned_args(config: pytest.Config) -> list[str]:
+    """The arguments pytest's rootdir search saw: PYTEST_ADDOPTS, then the command line."""
+    extra = shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
+    return [*extra, *map(str, config.invocation_params.args)]
+
+
+def _setup_without(config: pytest.Config, values: list[str]) -> tuple[Path, Path | None] | None:
+    """(rootdir, ini file) pytest's search gives for the test paths alone, or None when this
+    pytest's `determine_setup` cannot be called the way we know."""
+    try:
+        from _pytest.config.findpaths import determine_setup
+    except ImportError:
+        return None
+    paths = [str(a) for a in config.args] if _paths_given(config) else []
+    candidates: dict[str, Any] = {
+        "inifile": config.getoption("inifilename", None),
+        "override_ini": config.getoption("override_ini", None),
+        "args": [p for p in paths if p not in values],
+        "rootdir_cmd_arg": config.getoption("rootdir", None) or None,
+        "invocation_dir": config.invocation_params.dir,
+    }
+    try:
+        wanted = inspect.signature(determine_setup).parameters
+        result = determine_setup(**{k: v for k, v in candidates.items() if k in wanted})
+    except (TypeError, ValueError, pytest.UsageError):
+        return None
+    return Path(result[0]), (Path(result[1]) if result[1] else None)
+
+
+def _paths_given(config: pytest.Config) -> bool:
+    return config.args_source == pytest.Config.ArgsSource.ARGS
