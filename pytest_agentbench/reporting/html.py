@@ -91,17 +91,26 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{x * 100:.1f}%"
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def _header(d: dict[str, Any]) -> str:
     run, c, pr = d["run"], d["counts"], d["pass_rate"]
     ci = (f"[{_pct(pr['ci_low'])}, {_pct(pr['ci_high'])}]" if pr["ci_low"] is not None else "—")
-    usage = d["usage"]
-    cards = [
-        ("pass rate", _pct(pr["rate"]), f"{pr['passed']}/{pr['scored']} scored, Wilson 95% {ci}"),
-        ("tasks", str(c["tasks"]), f"{c['attempts']} attempts"),
-        ("invalid", str(c["invalid"]), "task at fault"), ("flaky", str(c["flaky"]), "baseline"),
-        ("quarantined", str(c["quarantined"]), "reported apart"),
+    usage, cats = d["usage"], c["tasks_by_category"]
+    cards = [  # task counts beside task counts; attempts said as attempts
+        ("pass rate", _pct(pr["rate"]),
+         f"{pr['passed']}/{pr['scored']} scored attempts, Wilson 95% {ci}"),
+        ("tasks", str(c["tasks"]), f"{c['attempts']} attempts · {cats.get('scored', 0)} scored"),
+        ("invalid tasks", str(cats.get("invalid", 0)),
+         f"{_n(c['invalid'], 'attempt')} · task at fault"),
+        ("flaky tasks", str(cats.get("flaky", 0)), f"{_n(c['flaky'], 'attempt')} · baseline"),
+        ("quarantined tasks", str(cats.get("quarantined", 0)),
+         f"{_n(c['quarantined'], 'attempt')} · reported apart"),
         ("infra errors", str(c["infra_errors"]),
-         "excluded" if d["rules"]["infra_errors"] == "excluded" else "counted as failures"),
+         "attempts, excluded" if d["rules"]["infra_errors"] == "excluded"
+         else "attempts, counted as failures"),
         ("cost", f"${usage['cost_usd']:.2f}",
          f"{usage['total_tokens']:,} tokens; per pass "
          + ("—" if usage["cost_per_pass_usd"] is None else f"${usage['cost_per_pass_usd']:.4f}")),
@@ -236,12 +245,15 @@ def _row(i: int, task_id: str, group: pd.DataFrame) -> str:
     passed = int(scored["passed"].sum())
     status = "excluded" if scored.empty else ("passed" if passed == len(scored) else "failed")
     cls = "pass" if status == "passed" else ("fail" if status == "failed" else "muted")
+    shown = f"{passed}/{len(scored)}"
+    if scored.empty:  # nothing scored: say why rather than "0/0"
+        shown = ", ".join(sorted({str(c) for c in group["category"]} - {"scored"}))
     search = " ".join([task_id, suite, *reasons]).lower()
     return (f'<tr class="task" data-i="{i}" data-status="{status}" '
             f'data-search="{escape(search)}"><td><button class="open" type="button" '
             f'aria-expanded="false">open</button></td><td>{escape(task_id)}</td>'
             f'<td>{escape(suite)}</td><td>{len(group)}</td>'
-            f'<td class="{cls}">{passed}/{len(scored)}</td><td>{escape(", ".join(reasons))}</td>'
+            f'<td class="{cls}">{escape(shown)}</td><td>{escape(", ".join(reasons))}</td>'
             f'</tr><tr class="drill" hidden><td colspan="6"><div class="drill-body"></div>'
             f"</td></tr>")
 
@@ -256,7 +268,8 @@ def _attempt(run_dir: Path, rec: dict[str, Any], events: list[dict[str, Any]]) -
     rel = rec["task_dir"] or f"tasks/{rec['task_id']}"
     task_dir = _inside(run_dir, rel)
     missing: list[str] = []
-    if task_dir is None or not task_dir.is_dir():
+    never_ran = rec["failure_reason"] == "TASK_INVALID"  # its spec failed: no artifacts expected
+    if not never_ran and (task_dir is None or not task_dir.is_dir()):
         missing.append(f"No artifact folder found ({rel}).")
     art = task_dir if task_dir is not None and task_dir.is_dir() else None
     return {

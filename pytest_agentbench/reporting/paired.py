@@ -7,6 +7,9 @@ with attempt i of the same task in B. Before any number is computed the invarian
 lists what differs, unless that field is allowed (`allow_mismatch`); missing tasks or attempts
 are refused unless `missing="skip"`.
 
+A task whose spec failed validation in either run (TASK_INVALID: one record, no commit) is
+exempt from the field and attempt checks: it never ran there, and it is dropped as invalid.
+
 Exclusion rule, applied in this order and each counted in the report:
 1. a task is dropped if it is invalid (blame "task") or flaky in either run, on any attempt;
 2. a pair is dropped if either attempt is quarantined;
@@ -27,6 +30,7 @@ import pandas as pd
 import pytest_agentbench.reporting.stats as stats
 from pytest_agentbench.reporting.load import LIMIT_COLUMNS, ReportError, Run
 from pytest_agentbench.schemas.records import attempt_key
+from pytest_agentbench.schemas.taxonomy import Reason
 
 SCHEMA_VERSION = 1
 CHECKED_FIELDS = ("task_commit", "image", "limits", "harness_version")
@@ -34,6 +38,7 @@ MISMATCH_FIELDS = frozenset(CHECKED_FIELDS)
 Method = Literal["mcnemar", "bootstrap"]
 Missing = Literal["skip", "fail"]
 _EXAMPLES = 5
+TASK_INVALID = Reason.TASK_INVALID.value
 
 
 class PairingError(ReportError):
@@ -152,7 +157,14 @@ def pair_runs(
         allowed_diffs["harness_version"] = len(common)
     elif hv_a != hv_b:
         problems.append(f"harness_version: A={hv_a!r}, B={hv_b!r}")
-    for column, diffs in _field_differences(da, db).items():
+    # A task whose spec failed validation in either run never ran there: its record has no
+    # commit and one attempt. It is dropped below (invalid); its fields and its attempts
+    # without a partner are no reason to refuse the pairing.
+    never_ran = pd.Index(da.loc[da["failure_reason"] == TASK_INVALID, "task_id"].unique()).union(
+        db.loc[db["failure_reason"] == TASK_INVALID, "task_id"].unique())
+    ran_a = da[~da["task_id"].isin(never_ran)] if len(never_ran) else da
+    ran_b = db[~db["task_id"].isin(never_ran)] if len(never_ran) else db
+    for column, diffs in _field_differences(ran_a, ran_b).items():
         if diffs and column in allowed:
             allowed_diffs[column] = len(diffs)
         elif diffs:
@@ -162,9 +174,10 @@ def pair_runs(
     merged = da[cols].merge(db[cols], on=keys, how="outer", suffixes=("_a", "_b"),
                             indicator=True)
     unpaired = merged[merged["_merge"] != "both"]
-    if len(unpaired) and missing == "fail":
+    refused = unpaired[~unpaired["task_id"].isin(never_ran)] if len(never_ran) else unpaired
+    if len(refused) and missing == "fail":
         items = [f"{attempt_key(t, i)} (only in {'A' if m == 'left_only' else 'B'})" for t, i, m in
-                 zip(unpaired["task_id"], unpaired["attempt_index"], unpaired["_merge"],
+                 zip(refused["task_id"], refused["attempt_index"], refused["_merge"],
                      strict=True)]
         problems.append(f"attempts: {len(items)} attempt(s) without a partner: {_listing(items)}")
     if problems:

@@ -100,6 +100,7 @@ def summary_markdown(summary: RenderableSummary) -> str:
     out = [f"# Run summary: {cell(run['run_id'])}", "",
            f"Variant **{cell(run['variant'])}**, harness {cell(run['harness_version'])}, "
            f"started {cell(run['started_at'])}, run dir `{cell(run['path'])}`.", "",
+           _task_line(c), "",
            "## Pass rate", "",
            f"**{pct(pr['rate'])}** ({pr['passed']}/{pr['scored']} scored attempts), "
            f"Wilson 95% CI {_interval(pr)}.", "",
@@ -138,6 +139,12 @@ def summary_markdown(summary: RenderableSummary) -> str:
         out += ["## pass@k (unbiased estimator)", "", table(
             ["k", "pass@k", "tasks with ≥ k attempts"],
             [[r["k"], pct(r["value"]), r["tasks"]] for r in d["pass_at_k"]], None), ""]
+    if d.get("invalid_tasks"):
+        out += ["## Invalid tasks", "",
+                "Tasks at fault (their spec or baseline), never scored against the agent:", "",
+                table(["task", "suite", "attempts", "reasons", "problems"],
+                      [[r["task_id"], r["suite"], r["attempts"], ", ".join(r["reasons"]),
+                        "; ".join(r["problems"])] for r in d["invalid_tasks"]]), ""]
     tax = d["taxonomy"]
     out += ["## Failure taxonomy", "", table(
         ["suite", "reason", "blame", "attempts"],
@@ -156,6 +163,20 @@ def summary_markdown(summary: RenderableSummary) -> str:
     if d["warnings"]:
         out += ["## Warnings", ""] + [f"- {cell(w)}" for w in d["warnings"]] + [""]
     return "\n".join(out)
+
+
+_TASK_KINDS = (("scored", "scored"), ("invalid", "invalid"), ("flaky", "flaky"),
+               ("quarantined", "quarantined"), ("infra", "with infra errors"))
+
+
+def _task_line(c: dict[str, Any]) -> str:
+    """Tasks and attempts, never mixed: '**4 tasks** (3 scored, 1 invalid), 7 attempts.'"""
+    cats = c["tasks_by_category"]
+    parts = [f"{cats[k]} {label}" for k, label in _TASK_KINDS if cats.get(k)]
+    detail = f" ({', '.join(parts)})" if parts else ""
+    return (f"**{c['tasks']} task{'s' if c['tasks'] != 1 else ''}**{detail}, "
+            f"{c['attempts']} attempt{'s' if c['attempts'] != 1 else ''}. A task with attempts "
+            "in several categories counts in each.")
 
 
 def _task_rows(by_task: list[dict[str, Any]]) -> list[list[Any]]:

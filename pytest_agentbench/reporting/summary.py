@@ -88,6 +88,7 @@ def summarize(run: Run, infra_as_failure: bool = False, top: int = 10) -> RunSum
         "steps_to_pass": stats.describe(passes["steps"].to_numpy()),
         "usage": _usage(df, sdf),
         "taxonomy": _taxonomy(df),
+        "invalid_tasks": _invalid_tasks(df),
         "hardest_tasks": _hardest(sdf, top),
         "failure_signatures": _signatures(sdf, top),
         "pass_at_k": _pass_at_k(sdf),
@@ -175,6 +176,20 @@ def _taxonomy(df: pd.DataFrame) -> dict[str, Any]:
         "by_task": [{"task_id": t, "suite": str(suite_of[t]), "reasons": r}
                     for t, r in by_task.items()],
     }
+
+
+def _invalid_tasks(df: pd.DataFrame, limit: int = 20) -> list[dict[str, Any]]:
+    """The tasks at fault (category `invalid`), each with its reasons and problems: the lines of
+    its non-pass summaries (for TASK_INVALID, the validation problems), at most `limit`."""
+    bad = df.loc[df["category"] == "invalid", ["task_id", "suite", "failure_reason", "summary"]]
+    out = []
+    for task, group in bad.groupby("task_id", sort=True):
+        lines = dict.fromkeys(line.strip() for text in group["summary"].unique()
+                              for line in str(text).splitlines() if line.strip())
+        out.append({"task_id": str(task), "suite": str(group["suite"].iloc[0]),
+                    "reasons": sorted({str(r) for r in group["failure_reason"]}),
+                    "attempts": len(group), "problems": list(lines)[:limit]})
+    return out
 
 
 def _records(frame: pd.DataFrame, rename: dict[str, str] | None = None) -> list[dict[str, Any]]:
