@@ -163,9 +163,11 @@ def _run_setup_commands(at: Attempt, sandbox: Sandbox, commands: list[str]) -> N
             raise at.over_disk_limit(command)
         if not result.ok:
             at.found.setup.ok = False
-            tail = failure_tail(result, at.cfg.redact)
+            tail, log = failure_tail(result, at.cfg.redact), at.paths.log(SETUP_TAIL_LOG)
             if tail:
-                at.paths.log(SETUP_TAIL_LOG).write_text(tail, "utf-8")
+                log.write_text(tail, "utf-8")
+            else:  # never a tail an earlier, killed try of this attempt left
+                log.unlink(missing_ok=True)
             sub = "SETUP_TIMEOUT" if result.timed_out else "SETUP_COMMAND_FAILED"
             raise Failure(
                 Reason.SETUP_FAILED, f"setup command exited {result.exit_code}: {command}", sub

@@ -63,7 +63,7 @@ class Progress:
         self.config, self.run = config, run
         self.attempts = run.settings.attempts
         self.verbosity = config.get_verbosity()
-        self.live_log = bool(config.getoption("log_cli_level", None) or config.getini("log_cli"))
+        self.live_log = _live_log_level(config) <= logging.INFO  # records shown: no plain lines
         self.lock = threading.Lock()
         self.finished: set[str] = set()  # attempt ids whose result was shown (xdist controller)
         self._tail: EventTail | None = None
@@ -196,6 +196,21 @@ class EventTail:
                 if event is not None and describe(event, 1) is not None:
                     found.append((worker, event))
         return found
+
+
+def _live_log_level(config: pytest.Config) -> int:
+    """The level of pytest's live logging (`--log-cli-level`, or the `log_cli` ini with
+    `log_cli_level`/`log_level`); above CRITICAL when live logging is off."""
+    level = config.getoption("log_cli_level", None)
+    if level is None and not config.getini("log_cli"):
+        return logging.CRITICAL + 1
+    for name in (level, config.getini("log_cli_level"), config.getoption("log_level", None),
+                 config.getini("log_level")):
+        if name:
+            text = str(name).strip().upper()
+            value = int(text) if text.isdigit() else logging.getLevelName(text)
+            return value if isinstance(value, int) else logging.WARNING
+    return logging.WARNING  # live logging without a level: the root logger's default
 
 
 def _parse(line: bytes) -> dict[str, Any] | None:

@@ -6,6 +6,7 @@ The plugin runs themselves are in tests/e2e/test_progress_ci_outputs.py."""
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,7 +22,7 @@ from pytest_agentbench.plugin.ci_outputs import (
     call_seconds,
     junit_properties,
 )
-from pytest_agentbench.plugin.progress import EventTail, describe
+from pytest_agentbench.plugin.progress import EventTail, _live_log_level, describe
 from pytest_agentbench.sandbox.port import ExecResult
 from pytest_agentbench.schemas.events import Note, PhaseFinished, PhaseStarted, ToolCallStarted
 from pytest_agentbench.text.redaction import Redactor
@@ -162,3 +163,21 @@ def test_durations_move_agent_and_score_from_setup_to_call_keeping_the_total() -
     errored = SimpleNamespace(when="setup", passed=False, duration=10.2)
     _rebook_duration(SimpleNamespace(), errored, RECORD)  # type: ignore[arg-type]
     assert errored.duration == 10.2  # no call follows an ERROR: its time stays in setup
+
+
+@pytest.mark.parametrize(
+    ("options", "ini", "level"),
+    [
+        ({}, {}, logging.CRITICAL + 1),  # no live logging
+        ({"log_cli_level": "INFO"}, {}, logging.INFO),
+        ({"log_cli_level": "warning"}, {}, logging.WARNING),  # -v lines stay: no INFO records
+        ({}, {"log_cli": True, "log_cli_level": "DEBUG"}, logging.DEBUG),
+        ({"log_level": "INFO"}, {"log_cli": True}, logging.INFO),
+        ({}, {"log_cli": True}, logging.WARNING),
+        ({"log_cli_level": "15"}, {}, 15),
+    ],
+)
+def test_live_log_level(options: dict[str, Any], ini: dict[str, Any], level: int) -> None:
+    config = SimpleNamespace(getoption=lambda name, default=None: options.get(name, default),
+                             getini=lambda name: ini.get(name, ""))
+    assert _live_log_level(config) == level  # type: ignore[arg-type]
