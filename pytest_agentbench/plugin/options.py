@@ -47,7 +47,7 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="RATE",
         help="exit 1 when the pass rate of scored attempts is below RATE (0.8 or 80%%); task "
         "problems and quarantined tasks are reported apart and do not fail the run; "
-        "infrastructure errors exit 6 (default: pytest's rule, any failure or error exits 1)",
+        "infrastructure errors exit 10 (default: pytest's rule, any failure or error exits 1)",
     )
     add("--agentbench-full-logs", action="store_true", help="keep untruncated command output")
     add(

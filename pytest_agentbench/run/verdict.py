@@ -3,7 +3,7 @@
 pytest's own codes keep their meaning (2 interrupted, 3 internal error, 4 usage error, 5 nothing
 collected). Within a run that completed:
 
-- 6 `INFRA_ERROR`: some attempt has no trustworthy result (SANDBOX_ERROR, LLM_ERROR, a crashed
+- 10 `INFRA_ERROR`: some attempt has no trustworthy result (SANDBOX_ERROR, LLM_ERROR, a crashed
   worker) or a step of the run's end failed. Takes precedence: the pass rate is incomplete.
 - 1: the agent fell short. With `--agentbench-fail-under RATE`: the pass rate of scored attempts
   is below RATE (or nothing was scored). Without it: pytest's rule, any FAILED or ERROR item.
@@ -22,7 +22,7 @@ from typing import Any
 
 from pytest_agentbench.schemas.taxonomy import Reason, blame
 
-INFRA_ERROR = 6
+INFRA_ERROR = 10  # beyond pytest's own codes (0-6; 6 is --max-warnings since pytest 9)
 
 
 def category(record: dict[str, Any]) -> str:

@@ -179,7 +179,13 @@ def test_malformed_task_files_are_one_line_errors(pytester: pytest.Pytester, pac
     assert {k: v["pytest_outcome"] for k, v in records.items()} == {
         "good-a": "passed",
         "good-b": "passed",
+        **{name: "error" for name in cases},
     }
+    for name in cases:  # each invalid task has its record: TASK_INVALID, the problem, no run
+        result_ = records[name]["result"]
+        assert result_["failure_reason"] == "TASK_INVALID" and not result_["passed"]
+        assert result_["summary"] == errors[name][0], (result_, errors[name])
+        assert records[name]["suite"] == SUITE and records[name]["duration_sec"] == 0.0
 
 
 # --------------------------------------------------------------------------- selection
