@@ -14,11 +14,16 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pandas  # noqa: F401 - see below
 import pytest
 
 from pytest_agentbench.schemas.records import AttemptRecord
 from tests.support.run_dirs import run_dirs as dirs_under
 
+# pandas (and numpy under it) is imported here, in the test process, on purpose: pytester's
+# in-process runs drop the modules they imported when they end, and numpy's C core cannot be
+# loaded twice in one process ("cannot load module more than once per process"), so the run's
+# reports would fail from the second in-process run on.
 SUITE = "synth"
 
 ORACLE_PATCH = """\
