@@ -86,9 +86,9 @@ class CiOutputs:
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        if call.when == "setup" and not hasattr(item, "_agentbench_ci"):
+        if call.when != "teardown" and not hasattr(item, "_agentbench_ci"):
             facts = self._facts(item)
-            if facts is not None:  # before the report is made: setup, call, teardown carry them
+            if facts is not None:  # before the report is made: it and the later ones carry them
                 item.user_properties.extend(junit_properties(facts))
                 item._agentbench_ci = facts  # type: ignore[attr-defined]
         report = yield
@@ -103,7 +103,7 @@ class CiOutputs:
     ) -> dict[str, Any] | None:
         """pytest-json-report's hook: merged into the test's `metadata`."""
         facts = getattr(item, "_agentbench_ci", None)
-        return {"agentbench": facts} if call.when == "setup" and facts else None
+        return {"agentbench": facts} if facts else None
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
