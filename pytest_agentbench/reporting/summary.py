@@ -182,13 +182,21 @@ def _invalid_tasks(df: pd.DataFrame, limit: int = 20) -> list[dict[str, Any]]:
     """The tasks at fault (category `invalid`), each with its reasons and problems: the lines of
     its non-pass summaries (for TASK_INVALID, the validation problems), at most `limit`."""
     bad = df.loc[df["category"] == "invalid", ["task_id", "suite", "failure_reason", "summary"]]
+    tasks: dict[str, dict[str, Any]] = {}
+    for task, suite, reason, text in zip(*(bad[c].to_numpy(dtype=object) for c in bad.columns),
+                                         strict=True):  # plain loop: a groupby costs 0.1 ms/task
+        row = tasks.setdefault(str(task), {"suite": str(suite), "reasons": set(), "attempts": 0,
+                                           "texts": {}})
+        row["reasons"].add(str(reason))
+        row["attempts"] += 1
+        row["texts"][text] = None
     out = []
-    for task, group in bad.groupby("task_id", sort=True):
-        lines = dict.fromkeys(line.strip() for text in group["summary"].unique()
+    for task in sorted(tasks):
+        row = tasks[task]
+        lines = dict.fromkeys(line.strip() for text in row["texts"]
                               for line in str(text).splitlines() if line.strip())
-        out.append({"task_id": str(task), "suite": str(group["suite"].iloc[0]),
-                    "reasons": sorted({str(r) for r in group["failure_reason"]}),
-                    "attempts": len(group), "problems": list(lines)[:limit]})
+        out.append({"task_id": task, "suite": row["suite"], "reasons": sorted(row["reasons"]),
+                    "attempts": row["attempts"], "problems": list(lines)[:limit]})
     return out
 
 
