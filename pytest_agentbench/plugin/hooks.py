@@ -233,7 +233,10 @@ class AgentbenchPlugin:
         self.selected = len(tasks)
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
-        self.deselected += sum(isinstance(i, TaskItem | InvalidTaskItem) for i in items)
+        done = set(self.state.done) if self.state else set()
+        self.deselected += sum(
+            isinstance(i, TaskItem | InvalidTaskItem) and i.attempt_key not in done for i in items
+        )
 
     # -- xdist, on the controller (hooks that exist only when xdist is installed) -------------
     @pytest.hookimpl(optionalhook=True)
@@ -385,7 +388,7 @@ def _ini(config: pytest.Config, name: str) -> Any:
     """An ini value; a value its type refuses (`agentbench_attempts = many`) names its key."""
     try:
         return config.getini(f"agentbench_{name}")
-    except ValueError as exc:
+    except (ValueError, pytest.UsageError) as exc:  # pytest 9 raises UsageError, unnamed
         raise ValueError(f"agentbench_{name} (ini): {exc}") from None
 
 
