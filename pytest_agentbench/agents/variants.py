@@ -193,8 +193,7 @@ def agent_builder(
 
     factories = _agent_factories(extra_factories)
     if variant.agent not in factories:
-        raise VariantError(f"variant {variant.name}: unknown agent {variant.agent!r}; "
-                           f"known: {', '.join(sorted(factories))}")
+        raise VariantError(_unknown_agent(variant, sorted(factories)))
     factory = factories[variant.agent]
     if factory is LLMAgent:
         try:
@@ -252,3 +251,22 @@ def _agent_factories(
         for name, factory in result.items():
             found.setdefault(name, factory)
     return found
+
+
+def bundled_variants() -> list[str]:
+    """The variants shipped with the harness (variant_files/<name>.yaml), by name."""
+    return sorted(p.stem for p in BUILTIN_VARIANT_DIR.glob("*.yaml"))
+
+
+def _unknown_agent(variant: Variant, agents: list[str]) -> str:
+    """One line: what is unknown, the closest names, every agent and bundled variant."""
+    import difflib
+
+    bundled = bundled_variants()
+    close = difflib.get_close_matches(variant.agent, [*agents, *bundled], n=1, cutoff=0.6)
+    hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+    return (
+        f"variant {variant.name}: unknown agent {variant.agent!r}{hint}; agents: "
+        f"{', '.join(agents)}; bundled variants: {', '.join(bundled) or 'none'}; or a variant "
+        "YAML path"
+    )

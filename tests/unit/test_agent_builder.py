@@ -81,8 +81,17 @@ def test_hooks_may_not_shadow_a_builtin_and_unmakeable_factories_fail_up_front()
 
     with pytest.raises(VariantError, match="^variant v: agent 'needy' cannot be made"):
         agent_builder(Variant("v", "needy"), extra_factories=[{"needy": needs}])
-    with pytest.raises(VariantError, match="^variant v: unknown agent 'nobody'; known: .*nop"):
+    with pytest.raises(VariantError, match="^variant v: unknown agent 'nobody'; agents: .*nop"):
         agent_builder(Variant("v", "nobody"))
+
+
+def test_a_typo_names_the_closest_agent_or_bundled_variant() -> None:
+    with pytest.raises(VariantError) as typo:
+        agent_builder(Variant("orcale", "orcale"))
+    assert "unknown agent 'orcale' (did you mean 'oracle'?)" in str(typo.value)
+    assert "bundled variants: baseline, local" in str(typo.value)
+    with pytest.raises(VariantError, match=r"\(did you mean 'baseline'\?\)"):
+        agent_builder(Variant("basline", "basline"))
 
 
 def test_llm_v0_resolves_its_configuration_once_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
