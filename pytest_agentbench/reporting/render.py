@@ -174,9 +174,11 @@ def _task_line(c: dict[str, Any]) -> str:
     cats = c["tasks_by_category"]
     parts = [f"{cats[k]} {label}" for k, label in _TASK_KINDS if cats.get(k)]
     detail = f" ({', '.join(parts)})" if parts else ""
-    return (f"**{c['tasks']} task{'s' if c['tasks'] != 1 else ''}**{detail}, "
-            f"{c['attempts']} attempt{'s' if c['attempts'] != 1 else ''}. A task with attempts "
-            "in several categories counts in each.")
+    line = (f"**{c['tasks']} task{'s' if c['tasks'] != 1 else ''}**{detail}, "
+            f"{c['attempts']} attempt{'s' if c['attempts'] != 1 else ''}.")
+    if sum(cats.get(k, 0) for k, _ in _TASK_KINDS) > c["tasks"]:
+        line += " A task with attempts in several categories counts in each."
+    return line
 
 
 def _task_rows(by_task: list[dict[str, Any]]) -> list[list[Any]]:
