@@ -110,3 +110,20 @@ def test_gate_pairs_runs_where_a_task_was_invalid_in_one(tmp_path: Path) -> None
     assert ex["invalid_or_flaky_tasks"] == 1 and report.data["pairs"] == 12
     result = gate(ra, rb)
     assert result.exit_code == 0 and "1 invalid or flaky task(s)" in result.data["verdict"]
+
+
+def test_the_plugins_own_record_pairs_and_counts(tmp_path: Path) -> None:
+    """The record as core.trial_record writes it (spec-default limits, no image, no commit)."""
+    from pytest_agentbench.core.trial_record import invalid_task_record
+
+    real = invalid_task_record(run_id="run-b", session_token="tok", task_id="fixed", suite="s",
+                               variant="b", variant_config_hash="h", worker="master",
+                               problems=PROBLEMS.splitlines()).to_json_dict()
+    real["harness_version"] = "0.1.0+synthetic"
+    a = _run(tmp_path, "a", [good(t, True, 0, 1, "run-a") for t in ("t1", "t2", "fixed")])
+    b = _run(tmp_path, "b", [good(t, True, 0, 1, "run-b") for t in ("t1", "t2")] + [real])
+    summary = summarize(load_run(b))
+    assert summary.data["counts"]["tasks"] == 3
+    assert summary.data["invalid_tasks"][0]["problems"] == PROBLEMS.splitlines()
+    result = gate(*load_runs([a, b]))
+    assert result.exit_code == 0 and result.data["paired"]["pairs"] == 2
