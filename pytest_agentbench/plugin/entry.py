@@ -29,6 +29,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "agentbench_label(name): a label from task.yaml")
     suites = config.getoption("agentbench_suite") or []
     if not suites and not config.getoption("agentbench_resume"):
+        _hint_at_task_paths(config)
         return
     # whole-path imports: a module pytester's in-process runs dropped from sys.modules is loaded
     # afresh, never taken from a stale attribute of the package
@@ -44,3 +45,38 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(ci_outputs.CiOutputs(plugin), ci_outputs.PLUGIN_NAME)
     config.pluginmanager.register(progress.Progress(config, plugin), progress.PLUGIN_NAME)
     plugin.start()
+
+
+def _hint_at_task_paths(config: pytest.Config) -> None:
+    """`pytest taskpacks/x/t/task.yaml` with the plugin inert: pytest alone would say only
+    "not found". A path that is a task.yaml, or a directory holding one or a suite of them,
+    is an agentbench task: say how to run it (a usage error, one line)."""
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        return
+    for arg in config.args:
+        path = (config.invocation_params.dir / arg.split("::")[0]).resolve()
+        if path.name == "task.yaml" and path.is_file():
+            task_dir = path.parent
+        elif (path / "task.yaml").is_file():
+            task_dir = path
+        elif path.is_dir() and any(path.glob("*/task.yaml")):
+            task_dir = next(path.glob("*/task.yaml")).parent
+        else:
+            continue
+        if not _looks_like_a_task(task_dir / "task.yaml"):
+            continue
+        suite, root = task_dir.parent.name, task_dir.parent.parent
+        where = "" if root == config.rootpath / "taskpacks" else f" --agentbench-taskpacks={root}"
+        raise pytest.UsageError(
+            f"{arg} is an agentbench task (suite {suite!r}): add --agentbench-suite {suite}"
+            f"{where} to run it"
+        )
+
+
+def _looks_like_a_task(task_file: object) -> bool:
+    """A task.yaml of ours names its spec version near the top (not some other tool's file)."""
+    try:
+        with open(str(task_file), "rb") as handle:
+            return b"task_spec_version" in handle.read(4096)
+    except OSError:
+        return False

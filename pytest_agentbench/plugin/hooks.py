@@ -19,6 +19,7 @@ import pytest
 from pytest_agentbench.agents.port import Agent
 from pytest_agentbench.agents.variants import VariantError, agent_builder
 from pytest_agentbench.core.trial_record import crash_record, invalid_task_record
+from pytest_agentbench.plugin.exit_status import Selection, settle_exit
 from pytest_agentbench.plugin.items import (
     SHORT_FAILURES,
     InvalidTaskDir,
@@ -46,14 +47,7 @@ from pytest_agentbench.run.sigterm import (
     sigterm_as_interrupt,
     uninterrupted,
 )
-from pytest_agentbench.run.state import (
-    ResumeError,
-    RunState,
-    discard_empty_run,
-    point_latest,
-    start_run,
-)
-from pytest_agentbench.run.verdict import decide, nothing_selected
+from pytest_agentbench.run.state import ResumeError, RunState, start_run
 from pytest_agentbench.run.writer import AttemptLog
 from pytest_agentbench.sandbox.image import ImageUnavailable, RunnerImage, runner_image
 from pytest_agentbench.tasks.loader import TASK_FILE, LoadedTask
@@ -91,9 +85,7 @@ class AgentbenchPlugin:
         self.log: AttemptLog | None = None  # the controller's, once the run started
         self.finish_errors: list[str] = []  # session-end steps that failed
         self._by_nodeid: dict[str, tuple[LoadedTask, int]] = {}  # the controller's, under xdist
-        self.selected: int | None = None  # task items left to run once collection settled
-        self.deselected = 0  # task items -k/-m/quarantine dropped (not those already done)
-        self.already_done = 0  # attempts a resumed run had recorded
+        self.selection = Selection()  # how many task items collection left to run, and why
         self.verdict_lines: list[str] = []
 
     @classmethod
@@ -211,7 +203,7 @@ class AgentbenchPlugin:
             marker = item.get_closest_marker("agentbench_quarantine")
             if isinstance(item, TaskItem | InvalidTaskItem) and item.attempt_key in done:
                 drop.append(item)
-                self.already_done += 1
+                self.selection.already_done += 1
                 continue
             if quarantine == "only" and marker is None:
                 drop.append(item)
@@ -230,11 +222,11 @@ class AgentbenchPlugin:
     @pytest.hookimpl(trylast=True)  # after -k/-m deselected theirs
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         tasks = [i for i in session.items if isinstance(i, TaskItem | InvalidTaskItem)]
-        self.selected = len(tasks)
+        self.selection.selected = len(tasks)
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         done = set(self.state.done) if self.state else set()
-        self.deselected += sum(
+        self.selection.deselected += sum(
             isinstance(i, TaskItem | InvalidTaskItem) and i.attempt_key not in done for i in items
         )
 
@@ -248,10 +240,10 @@ class AgentbenchPlugin:
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         """Which attempt each collected item is, for the record of a worker that dies in it."""
-        if self._by_nodeid or self.selected is not None:
+        if self._by_nodeid or self.selection.selected is not None:
             return  # every worker collects the same items
         root, taskpacks = self.config.rootpath, self.settings.taskpacks
-        self.selected = sum(
+        self.selection.selected = sum(
             taskpacks in (root / nodeid.partition("::")[0]).resolve().parents for nodeid in ids
         )
         by_name = self.tasks.attempts_by_name(self.settings.attempts, self.settings.variant.name)
@@ -326,39 +318,10 @@ class AgentbenchPlugin:
         self.finish_errors += end_run(
             self.state, self.redactor, docker=self.settings.docker, first=record_unhandled
         )
-        self._settle_exit(session)
-
-    def _settle_exit(self, session: pytest.Session) -> None:
-        """The exit status the records call for (run/verdict.py), where pytest's own says the
-        session ran to its end (0, 1 or 5); `latest` names the run; a new run that selected
-        nothing is a usage error and leaves no directory."""
-        assert self.log is not None and self.state is not None
-        status = int(session.exitstatus)
-        if status not in (0, 1, 5):  # interrupted, internal or usage error: pytest's word stands
-            if self.log.recorded == 0 and discard_empty_run(self.state):
-                self.verdict_lines = [f"(nothing recorded: no run directory kept at "
-                                      f"{self.state.path})"]
-            return
-        if self.log.recorded == 0 and not self.selected:
-            if self.already_done and not self.deselected:
-                self.verdict_lines = [f"nothing left to run: all {self.already_done} "
-                                      "attempt(s) of this run are recorded"]
-                session.exitstatus = pytest.ExitCode.OK
-                return
-            paths = list(self.config.args) if _paths_given(self.config) else []
-            why = nothing_selected(self.settings.suites, paths, self.deselected)
-            self.verdict_lines = [f"ERROR: {why}"]
-            if discard_empty_run(self.state):
-                self.verdict_lines.append(f"(no run directory kept: {self.state.path})")
-            session.exitstatus = pytest.ExitCode.USAGE_ERROR
-            return
-        verdict = decide(self.log.tally, self.settings.fail_under, bool(self.finish_errors))
-        self.verdict_lines = list(verdict.lines)
-        if verdict.exit_code is not None:
-            session.exitstatus = verdict.exit_code
-        note = point_latest(self.state.path)
-        if note:
-            self.state.notes.append(note)
+        assert self.log is not None
+        self.verdict_lines = settle_exit(
+            session, self.log, self.state, self.settings, self.selection, bool(self.finish_errors)
+        )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.log is None or self.state is None:
@@ -390,10 +353,6 @@ def _ini(config: pytest.Config, name: str) -> Any:
         return config.getini(f"agentbench_{name}")
     except (ValueError, pytest.UsageError) as exc:  # pytest 9 raises UsageError, unnamed
         raise ValueError(f"agentbench_{name} (ini): {exc}") from None
-
-
-def _paths_given(config: pytest.Config) -> bool:
-    return config.args_source == pytest.Config.ArgsSource.ARGS
 
 
 def _default_worksteal(config: pytest.Config) -> None:

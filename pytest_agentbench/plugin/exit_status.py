@@ -1,0 +1,62 @@
+"""The run's exit status, set at the session's end from what collection selected and what the
+records say (run/verdict.py has the rules and the README's table)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from pytest_agentbench.run.settings import RunSettings
+from pytest_agentbench.run.state import RunState, discard_empty_run, point_latest
+from pytest_agentbench.run.verdict import decide, nothing_selected
+from pytest_agentbench.run.writer import AttemptLog
+
+
+@dataclass
+class Selection:
+    """Task items left to run once collection settled (None: not known, e.g. a collection
+    error), those -k/-m/quarantine deselected, and those a resumed run had already recorded."""
+
+    selected: int | None = None
+    deselected: int = 0
+    already_done: int = 0
+
+
+def settle_exit(
+    session: pytest.Session,
+    log: AttemptLog,
+    state: RunState,
+    settings: RunSettings,
+    selection: Selection,
+    finish_failed: bool,
+) -> list[str]:
+    """Set `session.exitstatus` where pytest's own says the session ran to its end (0, 1 or 5)
+    and point `latest` at the run; returns the terminal summary's lines about it. A new run
+    that selected nothing is a usage error and leaves no directory."""
+    status = int(session.exitstatus)
+    if status not in (0, 1, 5):  # interrupted, internal or usage error: pytest's word stands
+        if log.recorded == 0 and discard_empty_run(state):
+            return [f"(nothing recorded: no run directory kept at {state.path})"]
+        return []
+    if log.recorded == 0 and not selection.selected:
+        if selection.already_done and not selection.deselected:
+            session.exitstatus = pytest.ExitCode.OK
+            return [f"nothing left to run: all {selection.already_done} attempt(s) of this run "
+                    "are recorded"]
+        config = session.config
+        given = config.args_source == pytest.Config.ArgsSource.ARGS
+        why = nothing_selected(settings.suites, list(config.args) if given else [],
+                               selection.deselected)
+        lines = [f"ERROR: {why}"]
+        if discard_empty_run(state):
+            lines.append(f"(no run directory kept: {state.path})")
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        return lines
+    verdict = decide(log.tally, settings.fail_under, finish_failed)
+    if verdict.exit_code is not None:
+        session.exitstatus = verdict.exit_code
+    note = point_latest(state.path)
+    if note:
+        state.notes.append(note)
+    return list(verdict.lines)
