@@ -72,7 +72,11 @@ def add_options(parser: pytest.Parser) -> None:
         "the first of $AGENTBENCH_CA_BUNDLE, $PIP_CERT, $REQUESTS_CA_BUNDLE, $SSL_CERT_FILE "
         "that exists",
     )
-    add("--agentbench-image", metavar="IMAGE", help="runner image (default: built from runner/)")
+    add(
+        "--agentbench-image",
+        metavar="IMAGE",
+        help="runner image (default: built from the package's pytest_agentbench/runner/)",
+    )
     add(
         "--agentbench-sandbox",
         choices=["docker", "local"],

@@ -56,7 +56,7 @@ class RunSettings:
     resume: Path | None
     """The run directory to continue, or None for a new run."""
     image: str | None
-    """The runner image asked for, or None for the one built from runner/."""
+    """The runner image asked for, or None for the one built from pytest_agentbench/runner/."""
     sandbox: str
     """`docker`, or `local` (commands run unisolated on the host; tests only)."""
     full_logs: bool
