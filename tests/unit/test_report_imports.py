@@ -1,0 +1,37 @@
+"""The summary's cold path stays free of scipy and statsmodels (their import costs about 2 s,
+which is why Wilson is written out in stats.py); the paired report and gate use statsmodels."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.synthetic import make_record, write_run
+
+CHECK = """
+import sys
+import pytest_agentbench.reporting.cli as cli
+code = cli.main(sys.argv[1:])
+print(code, sorted({m.split('.')[0] for m in sys.modules} & {'scipy', 'statsmodels'}))
+"""
+
+
+def _modules(argv: list[str]) -> str:
+    done = subprocess.run([sys.executable, "-c", CHECK, *argv], capture_output=True, text=True,
+                          check=True)
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_summary_imports_neither_scipy_nor_statsmodels(tmp_path: Path) -> None:
+    records = [make_record("r", f"t{i}", "s", "v", 0, 1, i % 2 == 0,
+                           None if i % 2 == 0 else "TESTS_FAILED", 2, 1.0) for i in range(6)]
+    run = write_run(tmp_path / "r", records, run_id="r")
+    assert _modules(["report", "summary", "--run", str(run)]) == "0 []"
+    assert _modules(["report", "summary", "--run", str(run), "--format", "html",
+                     "--output", str(tmp_path / "r.html")]) == "0 []"
+    worse = write_run(tmp_path / "w", [dict(r, result={**r["result"], "passed": False,
+                                                       "failure_reason": "TESTS_FAILED"})
+                                       for r in records], run_id="w")
+    assert _modules(["gate", "--baseline", str(run), "--candidate", str(worse)]) == \
+        "1 ['scipy', 'statsmodels']"
