@@ -154,7 +154,7 @@ def traced(task: str) -> dict[str, int]:
         cmd = [sys.executable, "-m", "pytest", "-p", "attempt_tracer", "-p", entry.group(1),
                "-p", "no:cacheprovider", "--agentbench-suite", "custom-dev",
                "--agentbench-sandbox", "local", "--agentbench-variant", "oracle",
-               "--agentbench-out", f"{tmp}/out", f"--basetemp={tmp}/bt", "-k", task, "-q"]
+               f"--agentbench-out={tmp}/out", f"--basetemp={tmp}/bt", "-k", task, "-q"]
         env = {**os.environ, "PYTHONPATH": tmp, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
         done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
         if not (Path(tmp) / "traced.json").exists():

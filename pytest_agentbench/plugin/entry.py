@@ -49,18 +49,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _hint_at_task_paths(config: pytest.Config) -> None:
     """`pytest taskpacks/x/t/task.yaml` with the plugin inert: pytest alone would say only
-    "not found". A path that is a task.yaml, or a directory holding one or a suite of them,
-    is an agentbench task: say how to run it (a usage error, one line)."""
+    "not found". A path that is a task.yaml, or a task's directory, is an agentbench task: say
+    how to run it (a usage error, one line). A folder of tests is never refused."""
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         return
     for arg in config.args:
         path = (config.invocation_params.dir / arg.split("::")[0]).resolve()
         if path.name == "task.yaml" and path.is_file():
             task_dir = path.parent
-        elif (path / "task.yaml").is_file():
-            task_dir = path
-        elif path.is_dir() and any(path.glob("*/task.yaml")):
-            task_dir = next(path.glob("*/task.yaml")).parent
+        elif (path / "task.yaml").is_file() and not any(path.glob("test*.py")):
+            task_dir = path  # a task's directory (not a test folder that keeps a sample task)
         else:
             continue
         if not _looks_like_a_task(task_dir / "task.yaml"):

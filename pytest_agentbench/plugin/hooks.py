@@ -21,12 +21,14 @@ from pytest_agentbench.agents.variants import VariantError, agent_builder
 from pytest_agentbench.core.trial_record import crash_record, invalid_task_record
 from pytest_agentbench.plugin.exit_status import Selection, settle_exit
 from pytest_agentbench.plugin.items import (
+    LABEL_MARK_HELP,
     SHORT_FAILURES,
     InvalidTaskDir,
     InvalidTaskItem,
     TaskFile,
     TaskIndex,
     TaskItem,
+    foreign_marks,
     label_marks,
 )
 from pytest_agentbench.plugin.rootdir import check_space_form
@@ -50,6 +52,7 @@ from pytest_agentbench.run.sigterm import (
 from pytest_agentbench.run.state import ResumeError, RunState, start_run
 from pytest_agentbench.run.writer import AttemptLog
 from pytest_agentbench.sandbox.image import ImageUnavailable, RunnerImage, runner_image
+from pytest_agentbench.schemas.records import attempt_key
 from pytest_agentbench.tasks.loader import TASK_FILE, LoadedTask
 from pytest_agentbench.text.redaction import Redactor
 
@@ -85,6 +88,7 @@ class AgentbenchPlugin:
         self.log: AttemptLog | None = None  # the controller's, once the run started
         self.finish_errors: list[str] = []  # session-end steps that failed
         self._by_nodeid: dict[str, tuple[LoadedTask, int]] = {}  # the controller's, under xdist
+        self._names: set[str] | None = None  # every task item's test name
         self.selection = Selection()  # how many task items collection left to run, and why
         self.verdict_lines: list[str] = []
 
@@ -103,8 +107,9 @@ class AgentbenchPlugin:
                 ini_dir=config.inipath.parent if config.inipath else None,
             )
             tasks = TaskIndex.discover(settings.taskpacks, settings.suites)
-            for label in label_marks(lab for t in tasks.tasks.values() for lab in t.spec.labels):
-                config.addinivalue_line("markers", f"{label}: agentbench task label (task.yaml)")
+            labels = (label for t in tasks.tasks.values() for label in t.spec.labels)
+            for label in label_marks(labels, foreign_marks(config)):
+                config.addinivalue_line("markers", f"{label}: {LABEL_MARK_HELP}")
             redactor = Redactor.for_tasks(t.spec for t in tasks.tasks.values())
             build_agent = agent_builder(  # checks the variant: a usage error, not N failures
                 settings.variant,
@@ -226,7 +231,7 @@ class AgentbenchPlugin:
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         done = set(self.state.done) if self.state else set()
-        self.selection.deselected += sum(
+        self.selection.deselected = (self.selection.deselected or 0) + sum(
             isinstance(i, TaskItem | InvalidTaskItem) and i.attempt_key not in done for i in items
         )
 
@@ -242,11 +247,16 @@ class AgentbenchPlugin:
         """Which attempt each collected item is, for the record of a worker that dies in it."""
         if self._by_nodeid or self.selection.selected is not None:
             return  # every worker collects the same items
-        root, taskpacks = self.config.rootpath, self.settings.taskpacks
-        self.selection.selected = sum(
-            taskpacks in (root / nodeid.partition("::")[0]).resolve().parents for nodeid in ids
-        )
+        names = self._task_item_names()
+        self.selection.selected = sum(nodeid.rpartition("::")[2] in names for nodeid in ids)
         by_name = self.tasks.attempts_by_name(self.settings.attempts, self.settings.variant.name)
+        if not self.selection.selected:  # the workers deselected; what can the controller tell?
+            done = set(self.state.done) if self.state else set()
+            keys = {attempt_key(task.id, index) for task, index in by_name.values()}
+            recorded = len(keys & done)
+            self.selection.already_done = recorded
+            if recorded < len(keys):
+                self.selection.deselected = None  # some were left to run: -k/-m took them
         for nodeid in ids:
             attempt = by_name.get(nodeid.rpartition("::")[2])
             if attempt is not None:
@@ -277,6 +287,24 @@ class AgentbenchPlugin:
         if self.log is not None:
             with uninterrupted():  # a SIGTERM now takes effect once the line is written
                 self._record(report)
+            if report.failed and not self._is_task_report(report):
+                self.selection.other_failures += 1  # a project's own test, run beside a suite
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if self.log is not None and report.failed:
+            self.selection.other_failures += 1  # a test module that does not import, say
+
+    def _task_item_names(self) -> set[str]:
+        if self._names is None:
+            by_name = self.tasks.attempts_by_name(self.settings.attempts,
+                                                  self.settings.variant.name)
+            self._names = set(by_name) | self.tasks.invalid_names()
+        return self._names
+
+    def _is_task_report(self, report: pytest.TestReport) -> bool:
+        return hasattr(report, "agentbench") or (
+            report.nodeid.rpartition("::")[2] in self._task_item_names()
+        )
 
     def _record(self, report: pytest.TestReport) -> None:
         assert self.log is not None and self.state is not None

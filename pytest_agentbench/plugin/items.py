@@ -38,22 +38,38 @@ InvalidRecord = Callable[[Path, list[str]], "dict[str, Any] | None"]
 """The TASK_INVALID record of a task directory with these problems (None: no run to record
 in, e.g. --collect-only)."""
 
-# Builtin marks (and the words of -m's grammar) a label must not become: `skip` as a label
-# would skip the task.
+# Marks a label must never become, whether or not their plugin is loaded now: pytest's own
+# (`skip` as a label would skip the task), those of common plugins that act on a mark (`flaky`
+# makes pytest-rerunfailures re-run a whole attempt), and the words of -m's grammar.
 RESERVED_MARKS = frozenset(
-    {"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings", "timeout",
-     "tryfirst", "trylast", "and", "or", "not", "agentbench_label", "agentbench_quarantine"}
+    {"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings", "tryfirst",
+     "trylast", "flaky", "timeout", "only", "forked", "order", "run", "dependency",
+     "xdist_group", "asyncio", "anyio", "django_db", "repeat", "retry", "benchmark",
+     "and", "or", "not", "agentbench_label", "agentbench_quarantine"}
 )
+LABEL_MARK_HELP = "agentbench task label (task.yaml)"
 _MARK_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.+-][A-Za-z0-9_]+)*")
 
 
-def label_marks(labels: Iterable[str]) -> list[str]:
-    """The labels that become markers (`-m <label>`): names -m can spell, not a builtin mark.
-    Every label still matches `-k`."""
+def label_marks(labels: Iterable[str], taken: Iterable[str] = ()) -> list[str]:
+    """The labels that become markers (`-m <label>`): names -m can spell, not a reserved mark
+    and not one another plugin or the project registered (`taken`). Every label still matches
+    `-k`."""
+    refused = RESERVED_MARKS | {name.lower() for name in taken}
     return sorted(
         {label for label in labels
-         if _MARK_NAME.fullmatch(label) and label.lower() not in RESERVED_MARKS}
+         if _MARK_NAME.fullmatch(label) and label.lower() not in refused}
     )
+
+
+def foreign_marks(config: pytest.Config) -> set[str]:
+    """Markers registered by anything but the plugin's labels (the `markers` ini lines)."""
+    names = set()
+    for line in config.getini("markers"):
+        name, _, text = str(line).partition(":")
+        if text.strip() != LABEL_MARK_HELP:
+            names.add(name.split("(")[0].strip())
+    return names
 
 
 def run_attempt(agentbench_attempt: dict[str, Any]) -> None:
@@ -116,6 +132,12 @@ class TaskIndex:
         """Problems of a task directory with no loadable task.yaml."""
         by_file = self.problems.get((path / TASK_FILE).resolve())
         return by_file or self.problems.get(path.resolve()) or []
+
+    def invalid_names(self) -> set[str]:
+        """The test names of the invalid tasks' ERROR items (their directory names)."""
+        return {
+            (path.parent if path.name == TASK_FILE else path).name for path in self.problems
+        }
 
     def attempts_by_name(self, attempts: int, variant: str) -> dict[str, tuple[LoadedTask, int]]:
         """Every item's (task, attempt index) by its test name (task ids are unique in a run)."""
@@ -188,7 +210,8 @@ class TaskItem(pytest.Function):
         self.extra_keyword_matches.update({spec.id, spec.suite, *spec.labels})
         for label in spec.labels:
             self.add_marker(pytest.mark.agentbench_label(label))
-        for name in label_marks(spec.labels):  # registered by the plugin: `-m <label>`
+        # registered by the plugin: `-m <label>`; never a mark some plugin registered since
+        for name in label_marks(spec.labels, foreign_marks(self.config)):
             self.add_marker(getattr(pytest.mark, name))
         reason = spec.quarantine_reason
         if reason:

@@ -52,7 +52,8 @@ def describe(event: dict[str, Any], attempts: int) -> tuple[int, str] | None:
     if attempts > 1:
         index = str(event.get("attempt_id", "")).split("@")[0].rpartition(":")[2]
         name += f" attempt {int(index) + 1}" if index.isdigit() else ""
-    seconds = int(event.get("mono_ms", 0)) / 1000
+    mono_ms = event.get("mono_ms")
+    seconds = mono_ms / 1000 if isinstance(mono_ms, int | float) else 0.0
     return level, f"{name}: {what} (+{seconds:.1f}s)"
 
 
@@ -131,8 +132,11 @@ class Progress:
 
         def shown(lines: list[tuple[str, dict[str, Any]]]) -> None:  # the main thread's
             for worker, event in lines:
-                if str(event.get("attempt_id")) not in self.finished:
-                    self.show(event, worker)
+                try:
+                    if str(event.get("attempt_id")) not in self.finished:
+                        self.show(event, worker)
+                except Exception:  # noqa: BLE001 - a progress line never stops the run
+                    continue
 
         setattr(dsession, f"worker_{QUEUE_EVENT}", shown)  # noqa: B010 - xdist looks it up so
         tail = EventTail(
@@ -171,10 +175,10 @@ class EventTail:
         while not self.stopping.wait(POLL_SEC):
             try:
                 lines = self.poll()
-            except OSError:  # a file merged away or unreadable: try again next time
+                if lines:
+                    self.deliver(lines)
+            except Exception:  # noqa: BLE001 - merged away, unreadable, odd: try again next time
                 continue
-            if lines:
-                self.deliver(lines)
 
     def poll(self) -> list[tuple[str, dict[str, Any]]]:
         """The new events of every worker's file since the last poll (complete lines only)."""

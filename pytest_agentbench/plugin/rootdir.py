@@ -20,9 +20,6 @@ from typing import Any
 
 import pytest
 
-PATH_OPTIONS = ("agentbench_out", "agentbench_resume", "agentbench_taskpacks",
-                "agentbench_git_cache", "agentbench_env_cache")
-
 
 class RootdirTaken(ValueError):
     """A path option's value, written after a space, moved pytest's rootdir."""
@@ -33,11 +30,15 @@ def check_space_form(config: pytest.Config) -> None:
     the ini file pytest chose."""
     args = _scanned_args(config)
     spaced = []
-    for name in PATH_OPTIONS:
-        value = config.getoption(name, None)
+    for name, given in sorted(vars(config.option).items()):
+        if not name.startswith("agentbench_"):
+            continue  # any of ours may name an existing path: a CA bundle, a variant YAML, ...
         flag = "--" + name.replace("_", "-")
-        if value and any(a == flag and b == value for a, b in zip(args, args[1:], strict=False)):
-            spaced.append((flag, str(value)))
+        for value in given if isinstance(given, list) else [given]:
+            if isinstance(value, str) and any(
+                a == flag and b == value for a, b in zip(args, args[1:], strict=False)
+            ):
+                spaced.append((flag, value))
     if not spaced:
         return
     flag, value = spaced[0]
@@ -51,9 +52,13 @@ def check_space_form(config: pytest.Config) -> None:
         return
     if expected == (config.rootpath, config.inipath):
         return
+    if expected[0] != config.rootpath:
+        what = f"took {config.rootpath} as its rootdir (instead of {expected[0]})"
+    else:
+        what = f"did not read the project's ini file ({expected[1]})"
     raise RootdirTaken(
-        f"{flag} {value}: pytest read {value} as a test path and took {config.rootpath} as its "
-        f"rootdir (instead of {expected[0]}); write {flag}={value}, with '='"
+        f"{flag} {value}: pytest read {value} as a test path and {what}; write {flag}={value}, "
+        "with '='"
     )
 
 

@@ -68,12 +68,16 @@ def resolve_run(spec: str | Path, out: Path | None = None, start: Path | None = 
                               f"(with {RUN_FILE}) under {root}")
         return found
     given = Path(text).expanduser()
-    if given.is_dir():
+    if _is_run(given):
         return given
     if len(given.parts) == 1 and not given.is_absolute():
         root = output_root(out, start)
         if (root / text).is_dir():
-            return root / text
+            return root / text  # a run name wins over a directory of the cwd that is no run
+        if given.is_dir():
+            return given
         raise ReportError(f"{text}: no run directory {given.resolve()} nor a run named {text!r} "
                           f"in the output root {root}")
+    if given.is_dir():
+        return given
     raise ReportError(f"{text}: not a run directory")

@@ -161,12 +161,20 @@ def point_latest(run_dir: Path) -> str | None:
     return None
 
 
+# What the run's start and end write into a run that never started an attempt.
+EMPTY_RUN_FILES = frozenset({"run.json", "report_summary.md", "report.html", "events.jsonl"})
+
+
 def discard_empty_run(state: RunState) -> bool:
-    """Remove a new run's directory that recorded nothing (nothing was selected): True when
-    removed. A resumed run's directory is never removed."""
+    """Remove a new run's directory that holds nothing an attempt wrote (nothing was selected,
+    or the run stopped before its first attempt began): True when removed. A resumed run's
+    directory, one with any attempt's files (`tasks/`, `events/`, `attempts.jsonl`) or with
+    `report_error.txt`, or with anything else in it, is kept."""
     if state.resumed or not state.path.is_dir():
         return False
-    if (state.path / "attempts.jsonl").exists():
+    names = {p.name for p in state.path.iterdir()}
+    events = state.path / "events.jsonl"
+    if names - EMPTY_RUN_FILES or (events.is_file() and events.stat().st_size):
         return False
     shutil.rmtree(state.path, ignore_errors=True)
     return not state.path.exists()

@@ -48,10 +48,13 @@ class Tally:
     task_reasons: Counter[str] = field(default_factory=Counter)  # invalid and flaky, by reason
     infra_reasons: Counter[str] = field(default_factory=Counter)
     passed: int = 0
+    failed_items: int = 0  # pytest FAILED or ERROR (pytest's rule, for a resumed run)
 
     def add(self, record: dict[str, Any]) -> None:
         kind = category(record)
         self.categories[kind] += 1
+        if record.get("pytest_outcome") in ("failed", "error"):
+            self.failed_items += 1
         result = record.get("result") or {}
         reason = str(result.get("failure_reason") or kind.upper())
         if kind == "scored" and result.get("passed"):
@@ -92,7 +95,7 @@ def decide(tally: Tally, fail_under: float | None, finish_failed: bool) -> Verdi
         lines.append(f"infrastructure errors: {what}; exit status {INFRA_ERROR}")
         return Verdict(INFRA_ERROR, tuple(lines))
     if fail_under is None:
-        return Verdict(None, tuple(lines))
+        return Verdict(1 if tally.failed_items else None, tuple(lines))
     rate = tally.pass_rate
     if rate is None or rate < fail_under:
         shown = "nothing scored" if rate is None else f"{rate:.1%}"
@@ -114,16 +117,19 @@ def _reasons(counts: Counter[str]) -> str:
     return ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
 
 
-def nothing_selected(suites: tuple[str, ...], paths: list[str], deselected: int) -> str:
-    """Why a run with `--agentbench-suite` selected no task: a usage error (exit 4), never a
-    silent green run."""
-    named = ", ".join(suites)
+def nothing_selected(option: str, suites: tuple[str, ...], paths: list[str],
+                     deselected: int | None) -> str:
+    """Why a run selected no task: a usage error (exit 4), never a silent green run.
+    `deselected` None: not known (under xdist the workers deselect)."""
+    named = f"{option} {', '.join(suites)}" if option == "--agentbench-suite" else option
     if deselected:
-        return (f"--agentbench-suite {named}: -k/-m (or quarantine) deselected all {deselected} "
-                "task item(s); nothing ran")
+        return (f"{named}: -k/-m (or quarantine) deselected all {deselected} task item(s); "
+                "nothing ran")
     if paths:
         shown = " ".join(paths[:3]) + (" ..." if len(paths) > 3 else "")
-        return (f"--agentbench-suite {named}: the paths given ({shown}) hold none of its tasks; "
-                "run without paths (the suite's directory is collected), or name a task.yaml "
-                "or task directory under it")
-    return f"--agentbench-suite {named}: no task was collected"
+        return (f"{named}: the paths given ({shown}) hold none of its tasks; run without "
+                "paths (the suite's directory is collected), or name a task.yaml or task "
+                "directory under it")
+    if deselected is None:
+        return f"{named}: no task item was left to run (-k/-m or quarantine deselected them all)"
+    return f"{named}: no task was collected"

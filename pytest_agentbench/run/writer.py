@@ -30,6 +30,16 @@ class AttemptLog:
         self.outcomes: dict[str, int] = {}  # pytest outcome -> attempts
         self.tally = Tally()  # by category, for the exit status (run/verdict.py)
         self._keys: set[str] = set()
+        if state.resumed:  # the exit status is the whole run's, not only this session's
+            self._count_earlier_records()
+
+    def _count_earlier_records(self) -> None:
+        done = set(self.state.done)  # the records of this variant, as the resume collected them
+        for record in read_jsonl(self.state.path / "attempts.jsonl", []):
+            key = attempt_key(record.get("task_id", ""), record.get("attempt_index", -1))
+            if key in done and key not in self._keys:
+                self._keys.add(key)
+                self.tally.add(record)
 
     def write(self, record: dict[str, Any]) -> bool:
         """Append `record` unless its attempt already has a line (a late crash report of an

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import yaml
 
+from tests.support.run_dirs import run_dirs
+
 ROOT = Path(__file__).resolve().parents[2]
 FORCE_PASS_CONFTEST = (
     "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\n"
@@ -35,7 +37,7 @@ def run_scripted(tmp_path: Path, task: str, calls: list[dict]) -> dict:
          "--agentbench-suite", "custom-dev", f"--agentbench-taskpacks={ROOT / 'taskpacks'}",
          f"--agentbench-out={out}", "-k", task, f"--agentbench-variant={variant}"],
         cwd=ROOT, capture_output=True, text=True, timeout=300, env=dict(os.environ))
-    (run_dir,) = list(out.iterdir())
+    (run_dir,) = run_dirs(out)
     lines = (run_dir / "attempts.jsonl").read_text().splitlines()
     assert len(lines) == 1, proc.stdout[-2000:]
     return json.loads(lines[0])

@@ -209,3 +209,72 @@ def test_a_bad_typed_ini_value_names_its_key(pytester: pytest.Pytester, mixed: P
     result = run_suite(pytester)
     assert result.ret == USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: agentbench_attempts (ini): *many*"])
+
+
+# --------------------------------------------------------------------------- from a cold review
+
+
+def test_a_resume_keeps_the_whole_run_s_status(pytester: pytest.Pytester, pack: Pack) -> None:
+    pack.task("good-a")
+    pack.task("good-b")
+    nop = ("--agentbench-variant", "nop", "--agentbench-fail-under=1.0")
+    first = run_suite(pytester, *nop, "--agentbench-run-name=nopx", "-k", "good-a")
+    assert first.ret == 1
+    run_dir = pytester.path / "reports" / "runs" / "nopx"
+    rest = run(pytester, f"--agentbench-resume={run_dir}", *nop)  # good-b: the rest
+    assert rest.ret == 1, output(rest)  # 0/2 over the whole run, not 0/1 of this session
+    assert "pass rate 0.0%: 0/2 scored attempts passed" in output(rest)
+    nothing_left = run(pytester, f"--agentbench-resume={run_dir}", *nop)
+    assert nothing_left.ret == 1, output(nothing_left)  # never green by resuming a red run
+    assert "nothing left to run" in output(nothing_left)
+    parallel = run(pytester, f"--agentbench-resume={run_dir}", *nop, "-n", "2")
+    assert parallel.ret == 1, output(parallel)  # xdist: the controller knows it too
+    assert "nothing left to run: all 2 attempt(s)" in output(parallel)
+
+
+def test_a_threshold_never_hides_a_failing_project_test(
+    pytester: pytest.Pytester, pack: Pack
+) -> None:
+    pack.task("good-a")
+    pytester.makepyfile(test_plain="def test_one():\n    assert False\n")
+    result = run_suite(pytester, "--agentbench-fail-under=0.5", "test_plain.py",
+                       f"taskpacks/{SUITE}")
+    text = output(result)
+    assert result.ret == 1, text
+    assert "1 test(s) outside the suite failed: exit 1" in text
+
+
+def test_a_test_folder_keeping_a_sample_task_runs_as_usual(
+    pytester: pytest.Pytester, mixed: Pack
+) -> None:
+    sample = pytester.mkdir("tests")
+    (sample / "test_a.py").write_text("def test_a():\n    assert True\n")
+    (sample / "sample_task").mkdir()
+    (sample / "sample_task" / "task.yaml").write_text("task_spec_version: 1\n")
+    result = run(pytester, "tests")
+    assert result.ret == 0, output(result)
+    result.assert_outcomes(passed=1)
+
+
+def test_a_label_another_plugin_registered_is_no_mark(
+    pytester: pytest.Pytester, pack: Pack
+) -> None:
+    pack.task("good-a", labels=("retried", "one-line"))
+    pytester.makeconftest(
+        "def pytest_configure(config):\n"
+        "    config.addinivalue_line('markers', 'retried: re-run a failing test (a plugin)')\n"
+    )
+    listed = run_suite(pytester, "--collect-only", "-q", "-m", "retried")
+    assert "good-a" not in output(listed)  # the plugin's mark was not put on the task
+    assert run_suite(pytester, "--collect-only", "-q", "-m", "one-line").ret == 0
+
+
+def test_the_space_form_of_any_option_is_checked(
+    pytester: pytest.Pytester, mixed: Pack, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    pytester.makeini("[pytest]\n")
+    bundle = tmp_path_factory.mktemp("certs") / "ca.pem"
+    bundle.write_text("not a certificate\n")
+    result = run_suite(pytester, "--collect-only", "--agentbench-ca-bundle", str(bundle))
+    assert result.ret == USAGE_ERROR, output(result)
+    assert f"write --agentbench-ca-bundle={bundle}, with '='" in output(result)

@@ -28,8 +28,8 @@ USAGE = {"prompt_tokens": 1200, "completion_tokens": 80, "total_tokens": 1280, "
 def run_pytest(base_url: str, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "AGENTBENCH_API_KEY": PLANTED_KEY}
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
-           "--agentbench-suite", "custom-dev", "--agentbench-taskpacks", str(ROOT / "taskpacks"),
-           "--agentbench-out", str(out), "-k", TASK, "--agentbench-variant", "llm_v0",
+           "--agentbench-suite", "custom-dev", f"--agentbench-taskpacks={ROOT / 'taskpacks'}",
+           f"--agentbench-out={out}", "-k", TASK, "--agentbench-variant", "llm_v0",
            "--agentbench-base-url", base_url, "--agentbench-model", "some/model", *extra]
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 

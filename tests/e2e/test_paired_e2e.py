@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from statsmodels.stats.contingency_tables import mcnemar
 
+from tests.support.run_dirs import run_dirs
+
 ROOT = Path(__file__).resolve().parents[2]
 SELECT = "mean or slug or override or passes"  # 3 valid tasks and one invalid one
 
@@ -25,7 +27,7 @@ def run_variant(out: Path, variant: str) -> Path:
          "--agentbench-suite", "custom-dev", f"--agentbench-taskpacks={ROOT / 'taskpacks'}",
          f"--agentbench-out={out}", "-k", SELECT, f"--agentbench-variant={variant}"],
         cwd=ROOT, capture_output=True, text=True, timeout=300, env=dict(os.environ))
-    (run_dir,) = list(out.iterdir())
+    (run_dir,) = run_dirs(out)
     return run_dir
 
 

@@ -83,3 +83,23 @@ def test_resume_without_suites_takes_those_of_the_run_directory(tmp_path: Path) 
     assert s.suites == ("y", "z") and s.resume == run_dir
     with pytest.raises(ValueError, match="not a readable run directory"):
         settings(tmp_path, {"resume": str(tmp_path / "nowhere")}, suites=[])
+
+
+def test_only_a_run_directory_no_attempt_wrote_in_is_discarded(tmp_path: Path) -> None:
+    from pytest_agentbench.run.state import RunState, discard_empty_run
+
+    def made(*names: str) -> RunState:
+        run_dir = tmp_path / "-".join(names)
+        run_dir.mkdir()
+        for name in names:
+            (run_dir / name).mkdir() if name in ("tasks", "events") else (run_dir / name).touch()
+        return RunState("r", str(run_dir), "h", "t")
+
+    assert discard_empty_run(made("run.json", "report.html", "report_summary.md"))
+    kept = [made("run.json", "tasks"), made("run.json", "events"),
+            made("run.json", "report_error.txt")]
+    assert not any(discard_empty_run(state) for state in kept)
+    assert all(state.path.is_dir() for state in kept)
+    resumed = made("run.json", "report.html")
+    resumed.resumed = True
+    assert not discard_empty_run(resumed) and resumed.path.is_dir()
