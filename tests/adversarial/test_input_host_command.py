@@ -215,4 +215,8 @@ def test_a_run_with_an_attack_url_records_an_error_and_runs_nothing(
     assert not marker.exists()
     runs = run_dirs(pytester.path / "reports" / "runs")
     records = [json.loads(line) for line in (runs[0] / "attempts.jsonl").read_text().splitlines()]
-    assert [record["task_id"] for record in records] == ["good"]
+    by_task = {record["task_id"]: record for record in records}
+    assert sorted(by_task) == ["evil", "good"]  # the invalid task has its record, and never ran
+    assert by_task["evil"]["result"]["failure_reason"] == "TASK_INVALID"
+    assert "repo.url: must not start with '-'" in by_task["evil"]["result"]["summary"]
+    assert by_task["evil"]["duration_sec"] == 0.0 and by_task["good"]["result"]["passed"]
