@@ -5,6 +5,7 @@ attempt whose worker died, from what the controller still knows (pytest-free: th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from pytest_agentbench.agents.port import AgentOutcome
 from pytest_agentbench.core.trial_config import TrialConfig, attempt_id
@@ -96,10 +97,9 @@ def crash_record(
     summary: str,
 ) -> AttemptRecord:
     """A worker died mid-attempt: SANDBOX_ERROR (WORKER_CRASH) rather than a silent gap."""
-    now = utc_now()
-    return AttemptRecord(
+    return _record_of_no_run(
+        attempt_id(run_id, spec.id, variant, attempt_index, session_token),
         run_id=run_id,
-        attempt_id=attempt_id(run_id, spec.id, variant, attempt_index, session_token),
         task_id=spec.id,
         suite=spec.suite,
         variant=variant,
@@ -107,10 +107,7 @@ def crash_record(
         attempt_index=attempt_index,
         task_spec_version=spec.task_spec_version,
         task_commit=spec.repo.commit,
-        harness_version=harness_version(),
         worker=worker,
-        timestamps=Timestamps(started_at=now, ended_at=now),
-        duration_sec=0.0,
         result=Result(
             passed=False,
             failure_reason=Reason.SANDBOX_ERROR,
@@ -118,7 +115,20 @@ def crash_record(
             summary=summary,
         ),
         limits=limits_of(spec),
+    )
+
+
+def _record_of_no_run(attempt: str, **fields: Any) -> AttemptRecord:
+    """The record of an attempt the controller or collection writes for a worker that died or a
+    task that never ran: no duration, an ERROR, this harness's version."""
+    now = utc_now()
+    return AttemptRecord(
+        attempt_id=attempt,
+        harness_version=harness_version(),
+        timestamps=Timestamps(started_at=now, ended_at=now),
+        duration_sec=0.0,
         pytest_outcome="error",
+        **fields,
     )
 
 
@@ -150,10 +160,10 @@ def invalid_task_record(
     """A task whose task.yaml (or directory) failed validation: TASK_INVALID, so that it has a
     line in attempts.jsonl and a row in the report instead of vanishing. It never ran: its
     limits are the spec's defaults, its commit unknown."""
-    env, agent, now = EnvironmentSpec(), AgentSpec(), utc_now()
-    return AttemptRecord(
+    env, agent = EnvironmentSpec(), AgentSpec()
+    return _record_of_no_run(
+        attempt_id(run_id, task_id, variant, 0, session_token),
         run_id=run_id,
-        attempt_id=attempt_id(run_id, task_id, variant, 0, session_token),
         task_id=task_id,
         suite=suite,
         variant=variant,
@@ -161,10 +171,7 @@ def invalid_task_record(
         attempt_index=0,
         task_spec_version=1,
         task_commit="",
-        harness_version=harness_version(),
         worker=worker,
-        timestamps=Timestamps(started_at=now, ended_at=now),
-        duration_sec=0.0,
         result=Result(
             passed=False,
             failure_reason=Reason.TASK_INVALID,
@@ -177,5 +184,4 @@ def invalid_task_record(
             cpu_limit=env.cpu_limit,
             mem_limit_mb=env.mem_limit_mb,
         ),
-        pytest_outcome="error",
     )
