@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.reporting.load import Fields, ReportError
+from pytest_agentbench.reporting.names import Fields, ReportError
 
 EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
 

@@ -21,23 +21,23 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, Required
+from typing import Annotated, Any, Required
 
 import numpy as np
 import pandas as pd
 from pydantic import AliasPath, Field, TypeAdapter, ValidationError
 from typing_extensions import TypedDict  # pydantic needs it for TypedDict before 3.12
 
+from pytest_agentbench.reporting.names import (  # re-exported: load's names since the start
+    ATTEMPTS_FILE as ATTEMPTS_FILE,
+)
+from pytest_agentbench.reporting.names import EVENTS_FILE as EVENTS_FILE
+from pytest_agentbench.reporting.names import RUN_FILE as RUN_FILE
+from pytest_agentbench.reporting.names import Fields as Fields
+from pytest_agentbench.reporting.names import ReportError as ReportError
 from pytest_agentbench.schemas.taxonomy import BLAME, Reason
 
-ATTEMPTS_FILE = "attempts.jsonl"
-RUN_FILE = "run.json"
-EVENTS_FILE = "events.jsonl"
 CATEGORIES = ("scored", "infra", "invalid", "flaky", "quarantined")
-
-
-class ReportError(Exception):
-    """Bad input for a report: missing or malformed run directory, refused pairing, ..."""
 
 
 def _at(*path: str) -> Any:
@@ -89,7 +89,6 @@ class _All(_Summary, _Pairing, total=False):
     started_at: Annotated[str, _at("timestamps", "started_at")]
 
 
-Fields = Literal["summary", "pairing", "all"]
 _PROFILES: dict[str, Any] = {"summary": _Summary, "pairing": _Pairing, "all": _All}
 COLUMNS = tuple(_All.__annotations__)
 _DEFAULTS: dict[str, Any] = {

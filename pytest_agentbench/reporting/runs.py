@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 
 from pytest_agentbench.paths.project import find_project
-from pytest_agentbench.reporting.load import ATTEMPTS_FILE, RUN_FILE, ReportError
+from pytest_agentbench.reporting.names import ATTEMPTS_FILE, RUN_FILE, ReportError
 
 LATEST = "latest"
 
