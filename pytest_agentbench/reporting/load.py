@@ -276,6 +276,10 @@ def records_to_frame(records: list[dict[str, Any]], source: str = "<records>",
     for name, default in _DEFAULTS.items():
         if name not in frame:
             frame[name] = default
+        elif isinstance(default, str) and frame[name].dtype != object:
+            # all missing (a run of invalid tasks has no task_dir): a float column of NaN,
+            # which pandas will not fill with text (a warning now, an error in pandas 4)
+            frame[name] = frame[name].astype(object).fillna(default)
         elif default is not None:
             frame[name] = frame[name].fillna(default)
         else:
