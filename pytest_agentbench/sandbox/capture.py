@@ -109,6 +109,7 @@ class OutputBuffer:
 def build_result(
     exit_code: int, out: OutputBuffer, err: OutputBuffer, duration_ms: int, *,
     timed_out: bool, oom_killed: bool, full_logs: bool, disk_limit_exceeded: bool = False,
+    output_lost: bool = False,
 ) -> ExecResult:
     """Apply the truncation policy to both streams and fill the ExecResult flags."""
     out_text, err_text = decode(out.data()), decode(err.data())
@@ -121,7 +122,7 @@ def build_result(
         stdout_total_lines=out.total_lines(), stderr_total_lines=err.total_lines(),
         kept_head_lines=kept.kept_head_lines, kept_tail_lines=kept.kept_tail_lines,
         full_stdout=out_text if full_logs else None,
-        full_stderr=err_text if full_logs else None,
+        full_stderr=err_text if full_logs else None, output_lost=output_lost,
     )
 
 

@@ -21,6 +21,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import stat
 import subprocess
 import threading
@@ -155,6 +156,9 @@ def tree_usage(root: Path) -> int:
     return tree_size(root)[0]
 
 
+SIGXFSZ_EXIT = 128 + signal.SIGXFSZ  # a shell's status for a command stopped at `ulimit -f`
+
+
 class DiskGuard:
     """One sandbox's view of its workspace limit: what to tell the wrapper, what to poll while a
     command runs, and whether the command hit the limit.
@@ -190,6 +194,8 @@ class DiskGuard:
             if self._used is None:
                 self._walk()
             self._before, self._started = self._estimate(), time.monotonic()
+            if self._before >= self.limit:  # others' writes inflate the bound: know it exactly
+                self._before = self._walk()
         elif self.mode == "filesystem":
             self._was_full = self._full()
 
@@ -207,8 +213,11 @@ class DiskGuard:
             return full and (not self._was_full or exit_code != 0)
         if self.mode == "watched":
             usage, now = self._estimate(), time.monotonic()
-            if usage >= self.limit or self._stale(now) or now - self._started > STALE_SEC / 2:
-                usage = self._walk()  # a command that ran a while may have written a lot
+            if (usage >= self.limit or exit_code == SIGXFSZ_EXIT or self._stale(now)
+                    or now - self._started > STALE_SEC / 2):
+                # a command that ran a while may have written a lot; one the kernel stopped at
+                # the file size limit did, whatever space others freed meanwhile
+                usage = self._walk()
             return usage >= self.limit and usage > self._before
         return False
 

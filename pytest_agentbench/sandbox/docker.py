@@ -8,11 +8,12 @@ for removal before they start (docker_containers), and removed at close, at inte
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,19 +27,34 @@ from pytest_agentbench.paths.trees import chown_tree, copy_tree
 from pytest_agentbench.sandbox.docker_containers import (
     DockerErrors,
     docker_host,
+    engine_answers,
+    failure,
     install_exit_hooks,
     register,
     remove_container,
+    remove_volume,
 )
 from pytest_agentbench.sandbox.docker_sandbox import DockerSandbox
-from pytest_agentbench.sandbox.port import SandboxError, SandboxSpec
+from pytest_agentbench.sandbox.port import EngineLost, SandboxError, SandboxSpec
+from pytest_agentbench.sandbox.shipped_mounts import ShippedMounts
 
 
 class DockerSandboxFactory:
     """Opens DockerSandboxes on one engine (docker.from_env() unless a client is given)."""
 
-    def __init__(self, client: docker.DockerClient | None = None) -> None:
+    def __init__(self, client: docker.DockerClient | None = None, transfer: str = "bind",
+                 engine: str = "default",
+                 connect: Callable[[], docker.DockerClient] | None = None) -> None:
+        """`transfer`: "bind" mounts the host directories (the engine sees our filesystem);
+        "archive" ships them as volumes through the Docker API (sandbox/shipped_mounts.py), for
+        an engine that does not. `engine`: its name in records and messages. `connect` makes
+        the client on first use (default: docker.from_env()); an engine that does not answer
+        then raises EngineLost where it is first needed, inside an attempt."""
+        if transfer not in ("bind", "archive"):
+            raise ValueError(f"transfer must be bind or archive, not {transfer!r}")
         self._client = client
+        self._connect = connect or docker.from_env
+        self.transfer, self.engine = transfer, engine
         self._checked = False
         self._ipc_mode = "none"
         self._engine: dict[str, Any] | None = None
@@ -52,10 +68,13 @@ class DockerSandboxFactory:
         if not self._checked:
             try:
                 if self._client is None:
-                    self._client = docker.from_env()
+                    self._client = self._connect()
                 self._client.ping()
-            except DockerErrors as exc:
-                raise SandboxError(f"Docker daemon not reachable: {docker_host()} ({exc})") from exc
+            except EngineLost:
+                raise
+            except (*DockerErrors, SandboxError) as exc:
+                raise EngineLost(f"Docker engine {self.engine} not reachable: {self._host()} "
+                                 f"({exc})") from exc
             self._checked = True
         assert self._client is not None
         return self._client
@@ -63,27 +82,57 @@ class DockerSandboxFactory:
     def engine_facts(self) -> dict[str, Any]:
         if self._engine is None:
             version = self.client.version()
-            self._engine = {"host": docker_host(), "version": version.get("Version"),
+            self._engine = {"name": self.engine, "transfer": self.transfer,
+                            "host": self._host(), "version": version.get("Version"),
                             "api_version": version.get("ApiVersion"), "os": version.get("Os"),
                             "kernel": version.get("KernelVersion"), "ipc_mode": self._ipc_mode}
         return dict(self._engine)
 
+    def _host(self) -> str:
+        base = getattr(getattr(self._client, "api", None), "base_url", None)
+        return str(base) if base and self._client is not None and self.engine != "default" \
+            else docker_host()
+
     def open(self, spec: SandboxSpec) -> DockerSandbox:
         client = self.client
         uid, gid = policy.sandbox_user()
-        self._prepare_dirs(spec, uid, gid)
         image = self._image_facts(spec.image)
-        args = policy.create_args(spec, uid, gid, self._ipc_mode)
-        container_id = self._create(args)
+        shipped: ShippedMounts | None = None
+        if self.transfer == "archive":
+            if not spec.workspace.is_dir():
+                raise SandboxError(f"workspace {spec.workspace} is not a directory")
+            if spec.ca_bundle is not None and not spec.ca_bundle.is_file():
+                raise SandboxError(f"CA bundle {spec.ca_bundle} is not a file")
+            spec.env_dir.mkdir(parents=True, exist_ok=True)
+            shipped = ShippedMounts(client, spec, uid, gid, policy.labels(spec))
+            try:
+                mounts = shipped.load(str(image.get("id") or spec.image))
+            except BaseException:
+                with contextlib.suppress(SandboxError):
+                    shipped.remove()
+                raise
+            args = policy.create_args(spec, uid, gid, self._ipc_mode, mounts)
+        else:
+            self._prepare_dirs(spec, uid, gid)
+            args = policy.create_args(spec, uid, gid, self._ipc_mode)
+        try:
+            container_id = self._create(args)
+        except BaseException:
+            if shipped is not None:
+                with contextlib.suppress(SandboxError):
+                    shipped.remove()
+            raise
         register(container_id, client)  # before start: Ctrl-C from here on leaves nothing behind
-        sandbox = DockerSandbox(self, container_id, spec, args, image, (uid, gid))
+        sandbox = DockerSandbox(self, container_id, spec, args, image, (uid, gid), shipped)
         with self._lock:
             self._open[container_id] = sandbox
         try:
             client.api.start(container_id)
         except DockerErrors as exc:
-            sandbox.close()
-            raise SandboxError(f"cannot start the sandbox container: {exc}") from exc
+            problem = failure(client.api, f"cannot start the sandbox container: {exc}")
+            with contextlib.suppress(SandboxError):
+                sandbox.close()
+            raise problem from exc
         return sandbox
 
     def _create(self, args: dict[str, Any]) -> str:
@@ -93,7 +142,8 @@ class DockerSandboxFactory:
             if args["ipc_mode"] != "none" or "ipc" not in str(exc).lower():
                 raise SandboxError(f"cannot create the sandbox container: {exc}") from exc
         except DockerErrors as exc:  # the engine went away: infrastructure, not a harness bug
-            raise SandboxError(f"cannot create the sandbox container: {exc}") from exc
+            raise failure(self.client.api, f"cannot create the sandbox container: {exc}") \
+                from exc
         self._ipc_mode = args["ipc_mode"] = "private"  # engines without --ipc=none
         return self._create(args)
 
@@ -104,7 +154,7 @@ class DockerSandboxFactory:
             raise SandboxError(f"image {image} not found; build it with `agentbench doctor` "
                                "(or pytest_agentbench.sandbox.image.ensure_image())") from exc
         except DockerErrors as exc:
-            raise SandboxError(f"cannot inspect image {image}: {exc}") from exc
+            raise failure(self.client.api, f"cannot inspect image {image}: {exc}") from exc
         digests = data.get("RepoDigests") or []
         labels = (data.get("Config") or {}).get("Labels") or {}
         return {"id": data.get("Id"), "digest": digests[0] if digests else None,
@@ -113,7 +163,13 @@ class DockerSandboxFactory:
     # -- workspace disk limits (sandbox/disk.py) --------------------------------------------------
     def provision(self, path: Path, disk_limit_mb: int | None) -> str:
         """See ports.SandboxFactory.provision: a loop-mounted ext4 where this host allows it
-        ("filesystem"), otherwise "watched" (why is in every sandbox's facts)."""
+        ("filesystem"), otherwise "watched" (why is in every sandbox's facts). With archive
+        transfer the directory is only the upload's source: "none" (sandbox facts say why)."""
+        if self.transfer == "archive":
+            path.mkdir(parents=True, exist_ok=True)
+            if any(path.iterdir()):
+                raise SandboxError(f"cannot bound {path}: it must be an empty directory")
+            return "none"
         try:
             layers.release_stale()  # before disk.provision releases stale loop filesystems
             mode, problem = disk.provision(path, disk_limit_mb, self.loopfs_problem())
@@ -158,13 +214,16 @@ class DockerSandboxFactory:
             raise SandboxError(f"cannot release the workspace filesystem at {path}: {exc}") from exc
 
     def disk_mode(self, spec: SandboxSpec) -> str:
-        if not spec.disk_limit_mb:
+        if not spec.disk_limit_mb or self.transfer == "archive":
             return "none"
         layer = layers.layer_of(spec.workspace)  # a view: its writes land on its layer's fs
         bounded = disk.is_mounted(layer if layer is not None else spec.workspace)
         return "filesystem" if bounded else "watched"
 
     def loopfs_problem(self) -> str | None:
+        if self.transfer == "archive":
+            return ("the workspace is a volume on the engine (archive transfer): only the "
+                    "per-file size limit applies")
         if self._loopfs_problem == "":
             self._loopfs_problem = disk.loopfs_unavailable(docker_host())
         return self._loopfs_problem
@@ -184,6 +243,11 @@ class DockerSandboxFactory:
             if root and not layers.chown_changes(path, uid, gid):  # a view: what it changed
                 chown_tree(path, uid, gid)
 
+    def engine_answers(self) -> bool:
+        """Whether the engine answers now (Trial asks, to tell a lost engine from a sandbox
+        problem whatever raised the SandboxError)."""
+        return self._client is None or engine_answers(self._client.api)  # never reached: no verdict
+
     def forget(self, container_id: str) -> None:
         with self._lock:
             self._open.pop(container_id, None)
@@ -195,8 +259,26 @@ class DockerSandboxFactory:
             sandbox.close()
 
     def sweep(self, labels: Mapping[str, str]) -> int:
-        """Remove every container (any state) carrying all these labels."""
-        return self._remove(self.containers({**labels}))
+        """Remove every container (any state) carrying all these labels, then the volumes
+        (archive transfer) carrying them."""
+        removed = self._remove(self.containers({**labels}))
+        self.remove_volumes(labels)
+        return removed
+
+    def remove_volumes(self, labels: Mapping[str, str]) -> int:
+        """Remove the agentbench volumes carrying these labels that no container uses."""
+        wanted = [f"{k}={v}" for k, v in sorted({**labels, policy.BASE_LABEL: "1"}.items())]
+        try:
+            found = self.client.api.volumes(filters={"label": wanted}).get("Volumes") or []
+        except DockerErrors as exc:
+            raise failure(self.client.api, f"cannot list volumes: {exc}") from exc
+        removed = 0
+        for volume in found:
+            if (volume.get("Labels") or {}).get("agentbench.cache"):
+                continue  # an engine cache (pip): kept across runs
+            with contextlib.suppress(SandboxError):
+                removed += remove_volume(self.client, volume["Name"])
+        return removed
 
     def gc(self, older_than_sec: float | None = None) -> int:
         """Remove agentbench containers (label agentbench=1), optionally only the older ones."""
@@ -206,7 +288,7 @@ class DockerSandboxFactory:
             found = [c for c in found if c.get("Created", 0) <= cutoff]
         removed = self._remove(found)
         self.release_stale_mounts()
-        return removed
+        return removed  # volumes: cli/doctor_engines.gc_engine, which spares live owners
 
     @staticmethod
     def release_stale_mounts() -> int:
@@ -220,7 +302,7 @@ class DockerSandboxFactory:
         try:
             return list(self.client.api.containers(all=True, filters={"label": wanted}))
         except DockerErrors as exc:
-            raise SandboxError(f"cannot list containers: {exc}") from exc
+            raise failure(self.client.api, f"cannot list containers: {exc}") from exc
 
     def _remove(self, containers: list[dict[str, Any]]) -> int:
         removed = 0

@@ -20,11 +20,12 @@ from docker.errors import DockerException, NotFound
 
 import pytest_agentbench.sandbox.disk as disk
 import pytest_agentbench.sandbox.layers as layers
-from pytest_agentbench.sandbox.port import SandboxError
+from pytest_agentbench.sandbox.port import EngineLost, SandboxError
 
 DockerErrors = (DockerException, requests.RequestException, OSError)
 
 _LIVE: dict[str, docker.DockerClient] = {}
+_LIVE_VOLUMES: dict[str, docker.DockerClient] = {}  # sandbox/shipped_mounts.py's
 _LIVE_LOCK = threading.Lock()
 _atexit_registered = False
 
@@ -47,6 +48,7 @@ def install_exit_hooks() -> None:
         if not _atexit_registered:
             atexit.register(disk.release_all)  # runs after the containers are removed ...
             atexit.register(layers.release_all)  # ... and the overlays on top of them
+            atexit.register(remove_live_volumes)  # ... after the containers using them
             atexit.register(remove_live_containers)
             _atexit_registered = True
             _sigterm_as_interrupt()
@@ -90,3 +92,49 @@ def remove_live_containers() -> int:
         with contextlib.suppress(SandboxError):
             remove_container(client.api, container_id)
     return len(live)
+
+
+def register_volume(name: str, client: docker.DockerClient) -> None:
+    with _LIVE_LOCK:
+        _LIVE_VOLUMES[name] = client
+    install_exit_hooks()
+
+
+def remove_volume(client: docker.DockerClient, name: str) -> bool:
+    """Remove one volume; False if it was already gone."""
+    try:
+        client.api.remove_volume(name, force=True)
+        removed = True
+    except NotFound:
+        removed = False
+    except DockerErrors as exc:  # stays registered: the atexit hook tries again
+        raise SandboxError(f"cannot remove volume {name[:12]}: {exc}") from exc
+    with _LIVE_LOCK:
+        _LIVE_VOLUMES.pop(name, None)
+    return removed
+
+
+def remove_live_volumes() -> int:
+    """Remove every volume this process made and has not removed yet (atexit)."""
+    with _LIVE_LOCK:
+        live = list(_LIVE_VOLUMES.items())
+    for name, client in live:
+        with contextlib.suppress(SandboxError):
+            remove_volume(client, name)
+    return len(live)
+
+
+def engine_answers(api: Any) -> bool:
+    """Whether the engine answers a ping (within the client's own timeout)."""
+    try:
+        api.ping()
+    except DockerErrors:
+        return False
+    return True
+
+
+def failure(api: Any, message: str) -> SandboxError:
+    """EngineLost when the engine no longer answers, else a plain SandboxError."""
+    if engine_answers(api):
+        return SandboxError(message)
+    return EngineLost(f"{message} (the engine does not answer)")

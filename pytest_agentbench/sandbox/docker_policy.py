@@ -113,16 +113,31 @@ def parse_trailer(trailer: bytes | None, nonce: str) -> tuple[int, bool] | None:
     return int(fields[1]), before.isdigit() and after.isdigit() and int(after) > int(before)
 
 
-def create_args(spec: SandboxSpec, uid: int, gid: int, ipc_mode: str) -> dict[str, Any]:
-    """The keyword arguments for `containers.create` that implement the sandbox policy. The
-    container's own user is KEEPER_USER; every exec names the command user (`uid:gid`)."""
-    env = {"HOME": HOME, **DETERMINISTIC_ENV}
+def bind_mounts(spec: SandboxSpec) -> list[Mount]:
+    """The host directories of the spec, bind-mounted (an engine that sees our filesystem)."""
     mounts = [Mount(spec.workdir, str(spec.workspace), type="bind"),
               Mount("/env", str(spec.env_dir), type="bind", read_only=spec.env_read_only)]
     if spec.pip_cache is not None:
         mounts.append(Mount(f"{HOME}/.cache/pip", str(spec.pip_cache), type="bind"))
     if spec.ca_bundle is not None:
         mounts.append(Mount(CA_PATH, str(spec.ca_bundle), type="bind", read_only=True))
+    return mounts
+
+
+def labels(spec: SandboxSpec) -> dict[str, str]:
+    """What every container and volume of this sandbox carries (sweeps and gc find them)."""
+    return {**spec.labels, BASE_LABEL: "1", OWNER_LABEL: owner()}
+
+
+def create_args(spec: SandboxSpec, uid: int, gid: int, ipc_mode: str,
+                mounts: list[Mount] | None = None) -> dict[str, Any]:
+    """The keyword arguments for `containers.create` that implement the sandbox policy. The
+    container's own user is KEEPER_USER; every exec names the command user (`uid:gid`).
+    `mounts`: the volumes standing in for the spec's host directories (sandbox/shipped_mounts),
+    or None to bind-mount the directories themselves."""
+    env = {"HOME": HOME, **DETERMINISTIC_ENV}
+    mounts = bind_mounts(spec) if mounts is None else mounts
+    if spec.ca_bundle is not None:
         env.update(SSL_CERT_FILE=CA_PATH, REQUESTS_CA_BUNDLE=CA_PATH, PIP_CERT=CA_PATH,
                    GIT_SSL_CAINFO=CA_PATH)
     env.update(spec.env)
@@ -130,7 +145,7 @@ def create_args(spec: SandboxSpec, uid: int, gid: int, ipc_mode: str) -> dict[st
     return {
         "image": spec.image, "command": ["sleep", str(math.ceil(spec.lifetime_sec))],
         "init": True, "hostname": "sandbox", "user": KEEPER_USER, "working_dir": spec.workdir,
-        "environment": env, "labels": {**spec.labels, BASE_LABEL: "1", OWNER_LABEL: owner()},
+        "environment": env, "labels": labels(spec),
         "cap_drop": ["ALL"], "security_opt": ["no-new-privileges"], "privileged": False,
         "read_only": True, "mounts": mounts,
         "tmpfs": {**TMPFS, HOME: f"rw,exec,nosuid,nodev,size=256m,uid={uid},gid={gid},mode=0700"},
@@ -140,13 +155,17 @@ def create_args(spec: SandboxSpec, uid: int, gid: int, ipc_mode: str) -> dict[st
     }
 
 
-def sanitized(args: Mapping[str, Any], spec: SandboxSpec) -> dict[str, Any]:
-    """Create arguments for the record: host paths become their roles, secrets are redacted."""
+def sanitized(args: Mapping[str, Any], spec: SandboxSpec,
+              volumes: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Create arguments for the record: host paths (and the volumes standing in for them)
+    become their roles, secrets are redacted."""
     roles = {str(spec.workspace): "<workspace>", str(spec.env_dir): "<env_dir>",
-             str(spec.pip_cache): "<pip_cache>", str(spec.ca_bundle): "<ca_bundle>"}
+             str(spec.pip_cache): "<pip_cache>", str(spec.ca_bundle): "<ca_bundle>",
+             **(volumes or {})}
     out = {k: v for k, v in args.items() if k not in ("mounts", "environment")}
     out["environment"] = redact_env(args["environment"])
-    out["mounts"] = [{"target": m["Target"], "source": roles.get(m["Source"], "<host>"),
+    out["mounts"] = [{"target": m["Target"], "type": m.get("Type"),
+                      "source": roles.get(m["Source"], "<host>"),
                       "read_only": bool(m.get("ReadOnly"))} for m in args["mounts"]]
     return out
 

@@ -35,11 +35,15 @@ from pytest_agentbench.sandbox.capture import (
     build_result,
     parse_facts,
 )
+from pytest_agentbench.sandbox.container_files import ContainerFiles
 from pytest_agentbench.sandbox.disk import DiskGuard
-from pytest_agentbench.sandbox.docker_containers import DockerErrors, remove_container
+from pytest_agentbench.sandbox.docker_containers import DockerErrors, failure, remove_container
 from pytest_agentbench.sandbox.port import ExecResult, SandboxError, SandboxExited, SandboxSpec
+from pytest_agentbench.sandbox.shipped_mounts import ShippedMounts
 
 HOST_GRACE_SEC = 5.0
+LOST_OUTPUT_NOTE = ("\nagentbench: the Docker engine delivered none of this command's output (a "
+                    "known engine fault); its exit status is the engine's\n")
 
 
 class ContainerHost(Protocol):
@@ -68,13 +72,18 @@ def _drain(stream: Iterator[tuple[bytes | None, bytes | None]], out: OutputBuffe
 
 class DockerSandbox:
     def __init__(self, factory: ContainerHost, container_id: str, spec: SandboxSpec,
-                 args: dict[str, Any], image: dict[str, Any], user: tuple[int, int]) -> None:
+                 args: dict[str, Any], image: dict[str, Any], user: tuple[int, int],
+                 shipped: ShippedMounts | None = None) -> None:
         self.spec = spec
         self.container_id = container_id
         self.uid, self.gid = user
         self.user = f"{self.uid}:{self.gid}"  # every exec; the container's own user is root
-        owner_uid = self.uid if os.geteuid() == 0 else None
-        self.files: Files = HostFiles(spec.workspace, owner_uid=owner_uid)
+        self.shipped = shipped  # the volumes standing in for the host directories, if any
+        if shipped is None:
+            owner_uid = self.uid if os.geteuid() == 0 else None
+            self.files: Files = HostFiles(spec.workspace, owner_uid=owner_uid)
+        else:
+            self.files = ContainerFiles(self._file_op, spec.workdir)
         self.disk = DiskGuard(spec.workspace, spec.disk_limit_mb, factory.disk_mode(spec))
         self._factory = factory
         self._api = factory.client.api
@@ -96,6 +105,10 @@ class DockerSandbox:
             self._check_usable()
             return self._exec(command, max(float(timeout_sec), 0.001), env, cwd,
                               full_output or self.spec.full_logs)
+
+    def _file_op(self, command: str, env: dict[str, str], timeout: float) -> ExecResult:
+        """One ContainerFiles operation: a command like any other (the lock, the wrapper)."""
+        return self.exec(command, timeout_sec=timeout, env=env, full_output=True)
 
     def _exec(self, command: str, budget: float, env: Mapping[str, str] | None,
               cwd: str | None, full: bool) -> ExecResult:
@@ -134,6 +147,10 @@ class DockerSandbox:
         if exit_code is None:
             raise self._failure("cannot read the command's exit status",
                                 TimeoutError("exec_inspect never reported an exit code"))
+        # no trailer, yet the wrapper was not killed (that is 137): the engine lost the stream
+        lost = seen is None and not (overran or disk_hit) and exit_code != 137
+        if lost:
+            err.append(LOST_OUTPUT_NOTE.encode())
         timed_out = overran or (exit_code in (124, 137) and elapsed >= budget)
         disk_after = self.disk.hit_after(exit_code)  # also the baseline of the next command
         if disk_hit or disk_after:
@@ -141,7 +158,7 @@ class DockerSandbox:
         oom = seen is not None and seen[1] and not timed_out
         return build_result(
             exit_code, out, err, int(elapsed * 1000), timed_out=timed_out, oom_killed=oom,
-            full_logs=full, disk_limit_exceeded=disk_hit or disk_after)
+            full_logs=full, disk_limit_exceeded=disk_hit or disk_after, output_lost=lost)
 
     def _wait(self, reader: threading.Thread, deadline: float) -> tuple[bool, bool]:
         """Wait for the command's stream to end: (overran the deadline, grew past the disk
@@ -185,8 +202,8 @@ class DockerSandbox:
                 problem = exc
             state = self._state()
             if state is None:
-                raise SandboxError(f"cannot stop a command ({why}): {problem} (the engine does "
-                                   "not answer or the container is gone)")
+                raise failure(self._api, f"cannot stop a command ({why}): {problem} (the "
+                              "container is gone)")
             if not state.get("Running"):
                 raise self._exited(f"stopping a command ({why})", state)
             time.sleep(0.1 * (attempt + 1))  # e.g. the pids limit: a process may exit meanwhile
@@ -227,8 +244,7 @@ class DockerSandbox:
         """SandboxExited if the container stopped; SandboxError if the engine does not answer."""
         state = self._state()
         if state is None:
-            return SandboxError(f"{what}: {exc} (the engine does not answer or the container "
-                                "is gone)")
+            return failure(self._api, f"{what}: {exc} (the container is gone)")
         if not state.get("Running"):
             return self._exited(what, state)
         return SandboxError(f"{what}: {exc}")
@@ -247,19 +263,39 @@ class DockerSandbox:
             "sandbox": "docker", "isolation": "container", "image": self.spec.image,
             "image_id": self._image.get("id"), "repo_digest": self._image.get("digest"),
             "container_id": self.container_id, "engine": self._factory.engine_facts(),
-            "create_args": policy.sanitized(self._args, self.spec), "os": dict(self._os_facts),
+            "create_args": policy.sanitized(self._args, self.spec,
+                                            self.shipped.roles if self.shipped else None),
+            "os": dict(self._os_facts),
+            "transfer": "bind" if self.shipped is None else "archive",
             "exec_user": self.user, "private_shell": self._image.get("shell") is not None,
             "disk_limit": {"mb": self.spec.disk_limit_mb, "enforced": self.disk.mode,
                            "filesystem_unavailable": self._factory.loopfs_problem()
-                           if self.disk.mode == "watched" else None},
+                           if self.disk.mode == "watched" or self.shipped else None},
         }
 
     def close(self) -> None:
+        """Remove the container. With shipped volumes, first copy the writable directories back
+        to the host (unless the spec says nothing after needs them), then remove the volumes; a
+        failed copy raises SandboxError after everything was removed."""
         if self.closed:
             return
         self.closed = True
         self._factory.forget(self.container_id)
-        remove_container(self._api, self.container_id)
+        failure: SandboxError | None = None
+        if self.shipped is not None and self.spec.sync_back:
+            with self._lock:
+                try:
+                    self.shipped.sync_back(self.container_id)
+                except SandboxError as exc:
+                    failure = exc
+        try:
+            remove_container(self._api, self.container_id)
+        finally:
+            if self.shipped is not None:
+                with contextlib.suppress(SandboxError):
+                    self.shipped.remove()
+        if failure is not None:
+            raise failure
 
     def __enter__(self) -> DockerSandbox:
         return self

@@ -16,6 +16,11 @@ class SandboxError(Exception):
     """The sandbox itself failed (engine down, container gone): maps to SANDBOX_ERROR."""
 
 
+class EngineLost(SandboxError):
+    """The engine itself stopped answering (not only the sandbox): SANDBOX_ERROR/ENGINE_LOST,
+    an attempt another engine may retry (`--agentbench-retry-infra`)."""
+
+
 class SandboxExited(SandboxError):
     """The sandbox stopped while the engine still answers: its container is no longer running.
 
@@ -56,6 +61,10 @@ class ExecResult:
     kept_tail_lines: int = 0
     full_stdout: str | None = None  # only when full logs were asked for
     full_stderr: str | None = None
+    # The engine ran the command (its exit status is known) but delivered none of its output:
+    # Docker sometimes drops a short exec's stream (moby/moby#27289, docker-py#2042). Callers
+    # that need the output and may safely run the command again do so once.
+    output_lost: bool = False
 
     @property
     def ok(self) -> bool:
@@ -96,6 +105,10 @@ class SandboxSpec:
     pip_cache: Path | None = None  # host dir for a persistent pip cache
     full_logs: bool = False
     disk_limit_mb: int | None = None  # size limit of `workspace`; see SandboxFactory.provision
+    # what the sandbox changed in `workspace` (and a writable `env_dir`) must be in the host
+    # directories after close: False when nothing reads them after (an engine that does not
+    # share our filesystem then skips copying them back)
+    sync_back: bool = True
 
 
 
