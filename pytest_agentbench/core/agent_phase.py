@@ -14,7 +14,13 @@ import math
 import time
 import traceback
 
-from pytest_agentbench.agents.port import Agent, AgentContext, AgentError, AgentOutcome
+from pytest_agentbench.agents.port import (
+    Agent,
+    AgentContext,
+    AgentError,
+    AgentOutcome,
+    spend_of,
+)
 from pytest_agentbench.core.attempt import Attempt
 from pytest_agentbench.core.protection import protect
 from pytest_agentbench.core.recording import RecordingToolbox
@@ -67,18 +73,24 @@ def run_agent(at: Attempt, sandbox: Sandbox, agent: Agent) -> RecordingToolbox:
             exc.reason,
             exc.sub_reason,
             str(exc),
-            model=getattr(exc, "model", None),
-            usage=getattr(exc, "usage", None),
+            model=exc.model,
+            usage=exc.usage,
         )
-    except SandboxError:
+    except SandboxError as exc:  # the record (SANDBOX_ERROR) keeps what the model calls cost
+        usage, model = spend_of(exc)
+        at.found.outcome = AgentOutcome("error", summary=f"sandbox failed: {exc}", model=model,
+                                        usage=usage)
         raise
     except Exception as exc:
         at.paths.log("agent_error.txt").write_text(at.cfg.redact(traceback.format_exc()), "utf-8")
+        usage, model = spend_of(exc)
         at.found.outcome = AgentOutcome(
             "error",
             Reason.AGENT_GAVE_UP,
             "AGENT_EXCEPTION",
             f"agent raised {type(exc).__name__}: {exc}",
+            model=model,
+            usage=usage,
         )
     at.agent_overran = time.monotonic() > deadline
     at.found.agent = toolbox.stats(at.found.outcome)  # refined with the final diff in scoring

@@ -130,12 +130,15 @@ def setup(at: Attempt) -> Sandbox:
                     f"setup changed tracked files: {', '.join(info.dirty_files[:5])}",
                 )
             info.ok = True
-            if commands and at.cache_key is not None:
-                info.env_cache = _save_env_snapshot(at, time.monotonic() - started)
+            if commands:
+                # closed first: on an engine that shares no filesystem with us, what setup left
+                # reaches the host directories (the snapshot's source) when its sandbox closes
+                sandbox.close()
+                if at.cache_key is not None:
+                    info.env_cache = _save_env_snapshot(at, time.monotonic() - started)
         finally:
             info.duration_sec = round(time.monotonic() - started, 3)
     if commands:
-        sandbox.close()
         sandbox = at.open_sandbox(network=agent_net, phase="agent")
     return sandbox
 

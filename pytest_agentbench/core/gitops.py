@@ -132,9 +132,12 @@ class Snapshotter:
         return accepted
 
     def _start(self) -> None:
-        result = self.sandbox.exec(
-            sh.PRELUDE + sh.IGNORE_FILES, timeout_sec=self.timeout_sec, full_output=True
-        )
+        for _ in range(2):  # a lost output (ExecResult.output_lost): the script is repeatable
+            result = self.sandbox.exec(
+                sh.PRELUDE + sh.IGNORE_FILES, timeout_sec=self.timeout_sec, full_output=True
+            )
+            if not result.output_lost:
+                break
         text = result.full_stdout if result.full_stdout is not None else result.stdout
         lines = text.split("\n")
         if not result.ok or len(lines) != 3 or not lines[1].startswith(sh.GITDIR_PREFIX):
@@ -160,10 +163,14 @@ class Snapshotter:
 
     def _exec(self, script: str, old: str, ref: str = "") -> ExecResult:
         head, env = self._head(old, ref)
-        return self.sandbox.exec(
-            head + sh.PRELUDE + sh.FP + script, timeout_sec=self.timeout_sec, env=env,
-            full_output=True,
-        )
+        for _ in range(2):  # a lost output (ExecResult.output_lost): snapshots are repeatable
+            result = self.sandbox.exec(
+                head + sh.PRELUDE + sh.FP + script, timeout_sec=self.timeout_sec, env=env,
+                full_output=True,
+            )
+            if not result.output_lost:
+                break
+        return result
 
     def _head(self, old: str, ref: str = "") -> tuple[str, dict[str, str]]:
         """The variables every snapshot script starts with, and its environment."""

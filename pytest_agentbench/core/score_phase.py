@@ -36,10 +36,11 @@ def score(at: Attempt, agent_sandbox: Sandbox, toolbox: RecordingToolbox) -> Res
         violation = pytest_config_change(pristine, agent_sandbox.files, toolbox.changed_files)
     at.found.agent = toolbox.stats(outcome)
     agent_sandbox.close()
-    sandbox = at.open_sandbox(network=spec.environment.network_policy == "always", phase="score")
-    if toolbox.final_patch:
+    if toolbox.final_patch:  # before the sandbox opens: a remote engine gets a copy then
         patch_file = at.workspace / "pristine" / ".git" / "agentbench-final.patch"
         patch_file.write_text(toolbox.final_patch, "utf-8")
+    sandbox = at.open_sandbox(network=spec.environment.network_policy == "always", phase="score")
+    if toolbox.final_patch:
         applied = sandbox.exec(apply_command(), timeout_sec=spec.environment.tool_timeout_sec)
         if applied.disk_limit_exceeded:
             raise Failure(

@@ -25,7 +25,12 @@ from pytest_agentbench.core.trial_config import TrialConfig
 from pytest_agentbench.core.trial_record import build_record
 from pytest_agentbench.paths.trees import remove_tree
 from pytest_agentbench.repos.gitcmd import RepoError
-from pytest_agentbench.sandbox.port import SandboxError, SandboxExited, SandboxFactory
+from pytest_agentbench.sandbox.port import (
+    EngineLost,
+    SandboxError,
+    SandboxExited,
+    SandboxFactory,
+)
 from pytest_agentbench.schemas.events import TaskFinished, TaskStarted, utc_now
 from pytest_agentbench.schemas.records import AttemptRecord, Result
 from pytest_agentbench.schemas.taxonomy import Reason
@@ -73,7 +78,10 @@ class Trial:
             )
         except SandboxError as exc:
             result = Result(
-                passed=False, failure_reason=Reason.SANDBOX_ERROR, summary=f"sandbox failed: {exc}"
+                passed=False,
+                failure_reason=Reason.SANDBOX_ERROR,
+                sub_reason="ENGINE_LOST" if self._engine_lost(exc) else None,
+                summary=f"sandbox failed: {exc}",
             )
         except Exception as exc:  # a harness bug must still yield a record
             at.paths.log("harness_error.txt").write_text(
@@ -120,6 +128,14 @@ class Trial:
             toolbox = agent_phase.run_agent(at, sandbox, self.agent)
         with at.phase_timer("score"):
             return score_phase.score(at, sandbox, toolbox)
+
+    def _engine_lost(self, exc: SandboxError) -> bool:
+        """The sandbox failed because its engine stopped answering: said by the error, or (a
+        backstop for any other path) by the factory's own check, when it has one."""
+        if isinstance(exc, EngineLost):
+            return True
+        answers = getattr(self.at.sandboxes, "engine_answers", None)
+        return answers is not None and not answers()
 
     def _exited_result(self, exc: SandboxExited) -> Result:
         """A sandbox stopped while the engine answers; whose it is: scoring.sandbox_exit."""

@@ -96,4 +96,7 @@ def sandbox_spec(
         pip_cache=pip_cache_dir(cfg.pip_cache, spec) if setup and cfg.pip_cache else None,
         full_logs=cfg.full_logs,
         disk_limit_mb=getattr(env, "disk_limit_mb", 2048),
+        # what the host reads after the sandbox closes: setup's results (the pristine copy,
+        # the env cache, the next sandbox), the agent's workspace only when it is kept
+        sync_back=setup or (phase == "agent" and cfg.keep_workspace),
     )

@@ -151,6 +151,32 @@ class LLMRetry(EventBase):
     error: str = ""
 
 
+class DelegationStart(EventBase):
+    """A sub-agent span begins (the `subagents` variant): a router decision or a specialist's
+    delegation. `span_id` / `parent_span_id` are the nodes of `agent/delegation.json`."""
+
+    type: Literal["delegation_start"] = "delegation_start"
+    span_id: str
+    parent_span_id: str | None = None
+    role: str
+    step: int
+    brief: str = ""
+
+
+class DelegationEnd(EventBase):
+    """A sub-agent span ends: its status (ok, failed, budget, invalid, stopped...), what its
+    model calls spent, and a one-line summary."""
+
+    type: Literal["delegation_end"] = "delegation_end"
+    span_id: str
+    role: str
+    status: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 0
+    summary: str = ""
+
+
 class TaskFinished(EventBase):
     type: Literal["task_finished"] = "task_finished"
     passed: bool
@@ -180,6 +206,8 @@ Event = Annotated[
     | LLMRequest
     | LLMResponse
     | LLMRetry
+    | DelegationStart
+    | DelegationEnd
     | TaskFinished
     | Note,
     Field(discriminator="type"),
@@ -197,6 +225,8 @@ EVENT_CLASSES: tuple[type[EventBase], ...] = (
     LLMRequest,
     LLMResponse,
     LLMRetry,
+    DelegationStart,
+    DelegationEnd,
     TaskFinished,
     Note,
 )

@@ -38,6 +38,17 @@ class ModelInfo(Record):
     config_sources: dict[str, str] = Field(default_factory=dict)
 
 
+class RoleUsage(Record):
+    """What one role of a multi-role agent (the `subagents` variant's router, searcher...)
+    spent on model calls."""
+
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    cost_usd: float | None = None
+
+
 class Usage(Record):
     llm_calls: int = 0
     prompt_tokens: int = 0
@@ -47,6 +58,9 @@ class Usage(Record):
     retries: int = 0
     llm_latency_ms: int = 0
     fallback_tool_calls: int = 0
+    # per role, for agents made of several roles (subagents); the totals above are their sums.
+    # Empty for single-role agents and in records written before it.
+    by_role: dict[str, RoleUsage] = Field(default_factory=dict)
 
 
 class Timestamps(Record):
@@ -132,6 +146,20 @@ class ImageInfo(Record):
     digest: str | None = None
 
 
+class InfraTry(Record):
+    """An earlier try of an attempt, ended by the infrastructure (its engine lost) and run
+    again elsewhere (`--agentbench-retry-infra`): what happened, where, and where its
+    artifacts are. The attempt's record describes its last try; these are the ones before."""
+
+    engine: str
+    failure_reason: Reason
+    sub_reason: str | None = None
+    summary: str = ""
+    duration_sec: float = 0.0
+    artifacts_dir: str | None = None
+    usage: Usage | None = None  # what the try spent on a model before its engine was lost
+
+
 class AttemptRecord(Record):
     record_version: Literal[1] = RECORD_VERSION
     run_id: str
@@ -159,6 +187,8 @@ class AttemptRecord(Record):
     image: ImageInfo | None = None
     pytest_outcome: PytestOutcome | None = None
     artifact_paths: dict[str, str] = Field(default_factory=dict)
+    engine: str | None = None  # the Docker engine the (last) try ran on; None: local sandbox
+    retried: list[InfraTry] = Field(default_factory=list)  # earlier tries, oldest first
 
     def to_json_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")

@@ -49,6 +49,20 @@ BLAME: dict[Reason, Blame] = {
 
 TASK_BLAMED = frozenset(r for r, b in BLAME.items() if b == "task")
 
+# Sub-reasons the built-in LLM agents (llm_v0 and the variants built on it) put under a primary
+# reason; `record.result.sub_reason` says which limit or check ended the attempt.
+AGENT_SUB_REASONS: dict[str, Reason] = {
+    "MAX_STEPS": Reason.AGENT_GAVE_UP,  # params.max_steps / the task's agent.max_steps
+    "BUDGET_STEPS": Reason.AGENT_GAVE_UP,  # budgets: checked before each model call
+    "BUDGET_TOKENS": Reason.AGENT_GAVE_UP,
+    "BUDGET_COST": Reason.AGENT_GAVE_UP,
+    "BUDGET_WALL": Reason.AGENT_GAVE_UP,
+    "UNVERIFIED_FINISH": Reason.AGENT_GAVE_UP,  # finish while the failing command still failed,
+    # after params.max_unverified_finish refusals
+    "TASK_BUDGET": Reason.TIMEOUT,  # the task's time budget ran out
+    "PATCH_REJECTED": Reason.TOOL_ERROR,  # params.max_patch_rejections in a row
+}
+
 
 def blame(reason: Reason | str | None) -> Blame | None:
     return None if reason is None else BLAME[Reason(reason)]

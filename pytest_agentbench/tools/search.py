@@ -133,14 +133,13 @@ def search(
     stopped: str | None = None
     slow: _SlowRegex | None = None
     paths, incomplete = list_workspace(files, ".", glob, deadline)
-    for path in paths:
+    for path, data in _contents(files, paths):
         if time.monotonic() > deadline:
             stopped = "the time limit"
             break
         if scanned >= SEARCH_MAX_FILES:
             stopped = f"{SEARCH_MAX_FILES} files"
             break
-        data = _searchable(files, path)
         if data is None:
             skipped += 1
             continue
@@ -214,6 +213,25 @@ def _search_lines(
     return False
 
 
+def _contents(files: Files, paths: list[str]) -> Iterator[tuple[str, bytes | None]]:
+    """(path, searchable bytes or None) for each path: through `read_many` when the files are
+    across a command boundary (sandbox/container_files.py: a batch per command, not a command
+    per file), else one read each."""
+    read_many = getattr(files, "read_many", None)
+    if read_many is not None:
+        for path, data in read_many(paths, SEARCH_MAX_FILE_BYTES + 1):
+            yield path, _searchable_bytes(data)
+        return
+    for path in paths:
+        yield path, _searchable(files, path)
+
+
+def _searchable_bytes(data: bytes | None) -> bytes | None:
+    if data is None or len(data) > SEARCH_MAX_FILE_BYTES or is_binary(data):
+        return None
+    return data
+
+
 def _searchable(files: Files, path: str) -> bytes | None:
     """The file's bytes, or None for binary, huge, unreadable or escaping files."""
     try:
@@ -222,6 +240,4 @@ def _searchable(files: Files, path: str) -> bytes | None:
         raise
     except Exception:  # PathEscape, vanished files, directories, FIFOs: skip them
         return None
-    if len(data) > SEARCH_MAX_FILE_BYTES or is_binary(data):
-        return None
-    return data
+    return _searchable_bytes(data)
