@@ -8,11 +8,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pytest_agentbench.llm import ModelConfigError, ResolvedModelConfig, resolve_model_config
+
+ParamsModel = TypeVar("ParamsModel", bound=BaseModel)
 
 
 class LLMParams(BaseModel):
@@ -38,17 +40,33 @@ class LLMParams(BaseModel):
     """Characters of the baseline's failing output in the first observation."""
     observation_chars: int = 16000
     """Characters of one tool result the model sees."""
+    verify_finish: bool = True
+    """On `finish`, run the task's failing command (through the toolbox, recorded like any
+    call) and refuse the finish while it fails; a passing run of exactly that command by the
+    model, with nothing run or edited since, counts as the check."""
+    max_unverified_finish: int = Field(default=2, ge=0)
+    """Unverified finishes refused with the model sent back to work; one more ends the run
+    (AGENT_GAVE_UP / UNVERIFIED_FINISH)."""
+    verify_output_chars: int = Field(default=4000, ge=200)
+    """Characters of the failing command's output tail shown with a refused finish."""
+    prose_code_nudge: bool = True
+    """Once per run, answer a reply with a code block and no tool call by pointing at
+    apply_patch / write_file (later ones get the plain no-tool-call nudge)."""
 
     @classmethod
     def parse(cls, params: Mapping[str, Any]) -> LLMParams:
-        """From a variant's params (a None value means the default); ModelConfigError on a bad
-        value, naming it."""
-        try:
-            return cls.model_validate({k: v for k, v in params.items() if v is not None})
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(part) for part in first["loc"])
-            raise ModelConfigError(f"params {where}: {first['msg']}") from None
+        return parse_params(cls, params)
+
+
+def parse_params(model: type[ParamsModel], params: Mapping[str, Any]) -> ParamsModel:
+    """An agent's params model from a variant's `params:` (a None value means the default);
+    ModelConfigError with one line naming the first bad value."""
+    try:
+        return model.model_validate({k: v for k, v in params.items() if v is not None})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ModelConfigError(f"params {where}: {first['msg']}") from None
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,18 @@ calls `finish`, or on a stop condition:
     `max_noop` turns without a usable tool call  AGENT_NO_PROGRESS
       or edits that changed nothing, in a row
       (an edit that changes a file resets it)
+    `finish` while the failing command still     AGENT_GAVE_UP      UNVERIFIED_FINISH
+      fails, after `max_unverified_finish`
+      refusals
+
+`finish` is not taken at its word (`verify_finish`): the failing command runs through the toolbox
+(recorded like any call; it does not feed the stuck counter) and while it fails the finish is
+refused, the model gets the output's tail and goes on. A passing run of exactly that command by the
+model, with nothing run or edited since, is check enough. With under `MIN_VERIFY_SEC` left the
+finish stands unchecked (the grading runs anyway). A reply with code in a fenced block and no tool
+call gets, once per run, a nudge toward apply_patch/write_file (`prose_code_nudge`); later
+prose-only replies get the plain no-tool-call nudge. Each of these is a `note` event
+(finish_verified, finish_unverified, finish_refused, prose_code_nudge).
 
 A model failure that survives the client's retries raises `AgentError(LLM_ERROR)` (an ERROR, not
 the agent's fault); the exception carries `usage` and `model` for the record. Every message goes,
@@ -27,11 +39,11 @@ import hashlib
 import json
 import re
 import time
-from pathlib import Path
-from typing import IO, Any, NoReturn
+from typing import Any, NoReturn
 
 from pytest_agentbench.agents.llm_config import LLMAgentConfig
-from pytest_agentbench.agents.port import AgentContext, AgentError, AgentOutcome
+from pytest_agentbench.agents.llm_trace import ConversationLog, call_meta, retry_events
+from pytest_agentbench.agents.port import AgentContext, AgentError, AgentOutcome, attach_spend
 from pytest_agentbench.llm import (
     ChatResult,
     LLMAuthError,
@@ -45,7 +57,6 @@ from pytest_agentbench.schemas.events import (
     AgentTurn,
     LLMRequest,
     LLMResponse,
-    LLMRetry,
     Note,
     utc_now,
 )
@@ -60,8 +71,10 @@ from pytest_agentbench.tools.schemas import TOOL_SCHEMAS, WRITE_TOOLS
 EDIT_TOOLS = frozenset({"apply_patch", "write_file", "remove_file"})
 KNOWN_TOOLS = frozenset(s["function"]["name"] for s in TOOL_SCHEMAS)
 CHARS_PER_TOKEN = 4
+MIN_VERIFY_SEC = 2.0  # below this much task time left, a finish stands unchecked
 _TEST_RUNNER = re.compile(r"\bpytest\b")
 _SPACES = re.compile(r"\s+")
+_FENCE = re.compile(r"```[ \t]*([\w+.#-]*)[^\n]*\n(.*?)```", re.DOTALL)
 
 
 class LLMAgent:
@@ -69,13 +82,19 @@ class LLMAgent:
     per run; `redactor` knows the run's secrets, `transport` is an httpx transport for tests."""
 
     name = "llm_v0"
+    uses_llm_config = True  # agents.variants resolves an LLMAgentConfig for it (and subclasses)
 
     def __init__(self, config: LLMAgentConfig, *, redactor: Redactor | None = None,
                  transport: Any = None) -> None:
         self.config, self.redactor, self.transport = config, redactor, transport
 
     def run(self, ctx: AgentContext) -> AgentOutcome:
-        return _Run(ctx, self.config, self.redactor, self.transport).loop()
+        return self.run_state(ctx, self.config, self.redactor, self.transport).loop()
+
+    @property
+    def run_state(self) -> type[_Run]:
+        """The class holding one run's state; a variant built on llm_v0 returns a subclass."""
+        return _Run
 
 
 class _Stop(Exception):
@@ -86,20 +105,25 @@ class _Stop(Exception):
 class _Run:
     """The state of one agent run (split from LLMAgent so the agent itself stays stateless)."""
 
+    agent_name = "llm_v0"  # in conversation.jsonl's meta line; a subclass names its agent
+
     def __init__(self, ctx: AgentContext, config: LLMAgentConfig, redactor: Redactor | None,
                  transport: Any) -> None:
         self.ctx, self.cfg, self.budget = ctx, config.params, config.budget
         caps = [n for n in (ctx.max_steps, self.cfg.max_steps) if isinstance(n, int) and n > 0]
         self.max_steps = min(caps) if caps else 30
         self.resolved, self.prompt = config.model, config.prompt
+        redactors = [r for r in (redactor,) if r is not None]
+        redactors.append(Redactor(env_names=self.resolved.key_env_names()))
+        self.log = ConversationLog(ctx.artifacts_dir, redactors)
+        self._redact, self._write = self.log.redact, self.log.write
         try:
-            self.client = self.resolved.make_client(on_event=self._on_client_event,
-                                                    transport=transport)
+            self.client = self.resolved.make_client(
+                on_event=retry_events(ctx.events, self._redact), transport=transport)
         except ModelConfigError as exc:  # the key went away since the run started
+            self.log.close()
             raise AgentError(Reason.LLM_ERROR, f"model configuration: {exc}",
                              "MODEL_CONFIG") from exc
-        self.redactors = [r for r in (redactor,) if r is not None]
-        self.redactors.append(Redactor(env_names=self.resolved.key_env_names()))
         self.model_info = ModelInfo(**self._redact(self.resolved.model_info()),
                                     prompt_version=config.prompt_version)
         self.tools = [s for s in TOOL_SCHEMAS if ctx.task.agent.allow_file_write
@@ -117,16 +141,14 @@ class _Run:
         self.unchanged = self.rejections = self.noop = 0
         self.test_commands = [_norm(c) for c in (ctx.failing_command,
                                                  ctx.task.validation.passing_command)]
-        self.conversation: IO[str] | None = None
-        if ctx.artifacts_dir is not None:
-            Path(ctx.artifacts_dir).mkdir(parents=True, exist_ok=True)
-            self.conversation = (Path(ctx.artifacts_dir) / "conversation.jsonl").open(
-                "a", encoding="utf-8")
+        self.finish_refusals = 0
+        self.code_nudged = False
+        self.clean_pass = False  # the model's last run/edit: a passing run of the failing command
 
     # -- the loop ---------------------------------------------------------------------------
     def loop(self) -> AgentOutcome:
         try:
-            self._write({"meta": {"agent": LLMAgent.name, "model": self.model_info.model_dump(),
+            self._write({"meta": {"agent": self.agent_name, "model": self.model_info.model_dump(),
                                   "tools": [s["function"]["name"] for s in self.tools]}})
             self._append({"role": "system", "content": self.prompt})
             self._append({"role": "user", "content": self._first_observation()})
@@ -135,10 +157,12 @@ class _Run:
                 self._turn(self._call_model())
         except _Stop as stop:
             return self._finish(stop.outcome)
+        except Exception as exc:  # a tool call's sandbox went away, ...: the record keeps the cost
+            attach_spend(exc, self.usage, self.model_info)
+            raise
         finally:
             self.client.close()
-            if self.conversation is not None:
-                self.conversation.close()
+            self.log.close()
 
     def _call_model(self) -> ChatResult:
         self.step += 1
@@ -162,7 +186,7 @@ class _Run:
         return result
 
     def _turn(self, result: ChatResult) -> None:
-        self._append(result.assistant_message(), self._call_meta(result))
+        self._append(result.assistant_message(), call_meta(result))
         calls = result.tool_calls
         native = result.tool_calls_source == "native"
         usable = False
@@ -198,6 +222,9 @@ class _Run:
         result = self.ctx.toolbox.call(call.name, call.arguments)
         if call.name == "finish" and result.ok:
             summary = str(call.arguments.get("summary", ""))
+            refusal, stop = self._verify_finish()
+            if refusal is not None:
+                return refusal, True, stop
             return "finished", True, AgentOutcome("finish", summary=self._redact(summary)[:2000])
         self._track(call, result)
         text = truncate(result.to_observation(), head_lines=300, tail_lines=200,
@@ -210,6 +237,11 @@ class _Run:
             self.rejections = self.rejections + 1 if result.error_type == "PATCH_REJECTED" else 0
         if call.name in EDIT_TOOLS and result.ok:
             self.noop = 0 if result.changed_files else self.noop + 1
+        if call.name in EDIT_TOOLS or call.name == "run":
+            self.clean_pass = (call.name == "run" and result.exit_code == 0
+                               and not call.arguments.get("env")
+                               and _norm(str(call.arguments.get("command", "")))
+                               == _norm(self.ctx.failing_command))
         if call.name == "run" and result.exit_code is not None and self._counts_for_stuck(call):
             sig = signature(result.exit_code, result.stdout, result.stderr)
             self.unchanged = self.unchanged + 1 if sig == self.last_sig else 0
@@ -220,6 +252,64 @@ class _Run:
             return True
         command = _norm(str(call.arguments.get("command", "")))
         return any(c in command for c in self.test_commands) or bool(_TEST_RUNNER.search(command))
+
+    # -- finish verification ----------------------------------------------------------------
+    def _verify_finish(self) -> tuple[str | None, AgentOutcome | None]:
+        """(None, None) when the finish stands; else the observation refusing it, and the
+        outcome that ends the run when the refusals are used up."""
+        command = self.ctx.failing_command
+        if not self.cfg.verify_finish or not command.strip():
+            return None, None
+        if self.clean_pass:
+            self._note("finish_verified", "the model's own run of the failing command passed",
+                       {"by": "model_run"})
+            return None, None
+        remaining = self.ctx.remaining()
+        if remaining < MIN_VERIFY_SEC:
+            self._note("finish_unverified", f"{remaining:.1f}s left: no time to run the failing "
+                       "command; the finish stands", {"remaining_sec": round(remaining, 3)})
+            return None, None
+        started = time.monotonic()
+        result = self.ctx.toolbox.call("run", {"command": command,
+                                               "timeout_sec": max(1.0, remaining - 1.0)})
+        duration_ms = int((time.monotonic() - started) * 1000)
+        if result.exit_code == 0 and result.error_type is None:
+            self._note("finish_verified", "the failing command passes", {
+                "by": "verify_run", "duration_ms": duration_ms})
+            return None, None
+        self.finish_refusals += 1
+        final = self.finish_refusals > self.cfg.max_unverified_finish
+        sig = signature(result.exit_code if result.exit_code is not None else -1,
+                        result.stdout, result.stderr)
+        self._note("finish_refused", f"finish refused ({self.finish_refusals}): the failing "
+                   f"command still fails (exit {result.exit_code})", {
+                       "refusals": self.finish_refusals, "final": final,
+                       "exit_code": result.exit_code, "error_type": result.error_type,
+                       "signature": sig[:5], "duration_ms": duration_ms})
+        tail = truncate(result.to_observation(), head_lines=2, tail_lines=80,
+                        max_bytes=self.cfg.verify_output_chars).text.rstrip()
+        if final:
+            return (f"finish refused: the failing command still fails. The run ends.\n```\n{tail}"
+                    "\n```"), AgentOutcome(
+                "unverified_finish", Reason.AGENT_GAVE_UP, "UNVERIFIED_FINISH",
+                f"finish called {self.finish_refusals} times while `{command}` still failed "
+                f"(last exit code {result.exit_code})")
+        chances = self.cfg.max_unverified_finish - self.finish_refusals
+        warning = ("The next finish while it fails ends the run." if chances == 0 else
+                   f"{chances} more finish(es) while it fails will be refused; then one ends "
+                   "the run.")
+        edit = "apply_patch or write_file" if self._offers("write_file") else "apply_patch"
+        return (f"finish refused: the harness ran the failing command and it still fails, so "
+                f"the task is not done. {warning}\n    {command}\nThe end of its output:\n```\n"
+                f"{tail}\n```\nChange the code with {edit}, run the command until it passes, "
+                "then call finish."), None
+
+    def _offers(self, tool: str) -> bool:
+        return any(s["function"]["name"] == tool for s in self.tools)
+
+    def _note(self, kind: str, message: str, data: dict[str, Any]) -> None:
+        self.ctx.events.emit(Note(kind=kind, message=self._redact(message)[:500],
+                                  data=self._redact({"step": self.step, **data})), actor="agent")
 
     # -- stop conditions --------------------------------------------------------------------
     def _check_progress(self) -> None:
@@ -318,44 +408,12 @@ class _Run:
             completion_tokens=call.completion_tokens, cost_usd=call.cost_usd,
             latency_ms=result.latency_ms, retries=result.retries), actor="llm")
 
-    def _call_meta(self, result: ChatResult) -> dict[str, Any]:
-        return {"usage": {"prompt_tokens": result.usage.prompt_tokens,
-                          "completion_tokens": result.usage.completion_tokens,
-                          "total_tokens": result.usage.total_tokens,
-                          "cost_usd": result.usage.cost_usd},
-                "latency_ms": result.latency_ms, "wall_ms": result.wall_ms,
-                "retries": result.retries, "finish_reason": result.finish_reason,
-                "tool_calls_source": result.tool_calls_source, "model": result.model,
-                "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments,
-                                "arguments_error": c.arguments_error}
-                               for c in result.tool_calls]}
-
     def _append(self, message: dict[str, Any], meta: dict[str, Any] | None = None) -> None:
         text = json.dumps(message, sort_keys=True, ensure_ascii=False)
         self.messages.append(message)
         self.prompt_chars += len(text)
         self.prompt_hash.update(text.encode("utf-8", "surrogatepass") + b"\n")
         self._write({"step": self.step, "ts": utc_now(), "message": message, **(meta or {})})
-
-    def _write(self, line: dict[str, Any]) -> None:
-        if self.conversation is None:
-            return
-        self.conversation.write(json.dumps(self._redact(line), ensure_ascii=False,
-                                           default=str) + "\n")
-        self.conversation.flush()
-
-    def _redact(self, obj: Any) -> Any:
-        for redactor in self.redactors:
-            obj = redactor.redact_obj(obj)
-        return obj
-
-    def _on_client_event(self, kind: str, payload: dict[str, Any]) -> None:
-        if kind == "llm_retry":
-            self.ctx.events.emit(LLMRetry(attempt=payload.get("attempt", 0),
-                                          status=payload.get("status"),
-                                          wait_sec=float(payload.get("wait_sec") or 0.0),
-                                          error=self._redact(str(payload.get("error", "")))),
-                                 actor="llm")
 
     def _first_observation(self) -> str:
         ctx, task = self.ctx, self.ctx.task
@@ -375,9 +433,41 @@ class _Run:
         if result.finish_reason == "length":
             return ("Your reply was cut off at the token limit before any tool call. Reply with "
                     "one short tool call.")
+        if self.cfg.prose_code_nudge and not self.code_nudged:
+            blocks = _code_blocks(result.message.content or "")
+            if blocks:
+                self.code_nudged = True
+                return self._code_nudge(blocks)
         return ("Your reply contained no tool call. Use a tool (a native tool call, or one JSON "
                 'object such as {"name": "run", "arguments": {"command": "..."}}), or call '
                 "finish when the tests pass.")
+
+
+    def _code_nudge(self, blocks: list[tuple[str, str]]) -> str:
+        """The one-time answer to code written in prose: it changed nothing, use a tool."""
+        langs = sorted({lang or "(none)" for lang, _ in blocks})
+        is_diff = any(lang in ("diff", "patch") or body.lstrip().startswith("--- ")
+                      for lang, body in blocks)
+        self._note("prose_code_nudge", f"{len(blocks)} code block(s) in prose, no tool call",
+                   {"code_blocks": len(blocks), "languages": langs, "diff": is_diff})
+        write = self._offers("write_file")
+        how = ("Send that diff as the `unified_diff` argument of apply_patch." if is_diff else
+               "To change a file, call apply_patch with a unified diff (as `git diff` prints it)"
+               + (", or write_file with the file's whole new content." if write else "."))
+        return ("Your reply has code in a code block but no tool call, so no file changed: "
+                f"code in a message is not applied. {how} For example "
+                '{"name": "apply_patch", "arguments": {"unified_diff": "--- a/PATH\n+++ b/PATH\n'
+                '@@ ... @@\n..."}}. Then run the failing command, and call finish when it '
+                "passes.")
+
+
+def _code_blocks(text: str) -> list[tuple[str, str]]:
+    """(language, body) of the fenced code blocks in `text` that hold code, not a JSON call."""
+    blocks = []
+    for lang, body in _FENCE.findall(text):
+        if body.strip() and lang.lower() != "json" and not body.lstrip().startswith("{"):
+            blocks.append((lang.lower(), body))
+    return blocks
 
 
 def _norm(command: str) -> str:

@@ -107,3 +107,18 @@ class AgentError(Exception):
         self.sub_reason = sub_reason
         self.usage = usage
         self.model = model
+
+
+def attach_spend(exc: BaseException, usage: Usage | None, model: ModelInfo | None) -> None:
+    """Mark an exception an agent lets pass (a sandbox that went away during a tool call, a bug)
+    with what the agent spent before it, so the record keeps the cost of the calls made."""
+    if not isinstance(exc, AgentError):
+        exc.agent_usage = usage  # type: ignore[attr-defined]
+        exc.agent_model = model  # type: ignore[attr-defined]
+
+
+def spend_of(exc: BaseException) -> tuple[Usage | None, ModelInfo | None]:
+    """(usage, model) an agent recorded on `exc` (AgentError's own, or `attach_spend`'s)."""
+    if isinstance(exc, AgentError):
+        return exc.usage, exc.model
+    return getattr(exc, "agent_usage", None), getattr(exc, "agent_model", None)

@@ -57,6 +57,7 @@ class Variant:
     model: dict[str, Any] = field(default_factory=dict)
     budgets: dict[str, Any] = field(default_factory=dict)
     source: str = "builtin"
+    description: str = ""  # what the variant is for (`agentbench variants`); not hashed
 
     def config(self) -> dict[str, Any]:
         return {
@@ -94,6 +95,7 @@ def load_variant(value: str) -> Variant:
         model=data.get("model") or {},
         budgets=data.get("budgets") or {},
         source=str(path),
+        description=" ".join(str(data.get("description") or "").split()),
     )
 
 
@@ -188,19 +190,21 @@ def agent_builder(
     options, `redactor` knows the run's secrets (llm_v0 scrubs its conversation with it).
     """
     from pytest_agentbench.agents.llm_config import LLMAgentConfig
-    from pytest_agentbench.agents.llm_v0 import LLMAgent
     from pytest_agentbench.llm import ModelConfigError
 
     factories = _agent_factories(extra_factories)
     if variant.agent not in factories:
         raise VariantError(_unknown_agent(variant, sorted(factories)))
     factory = factories[variant.agent]
-    if factory is LLMAgent:
+    if getattr(factory, "uses_llm_config", False):  # llm_v0 and the agents built on it
         try:
             config = LLMAgentConfig.resolve(variant.config(), llm_cli)
+            check_params = getattr(factory, "check_params", None)
+            if check_params is not None:  # the agent's own params, beside llm_v0's
+                check_params(variant.params)
         except ModelConfigError as exc:
             raise VariantError(f"variant {variant.name}: {exc}") from None
-        return partial(LLMAgent, config, redactor=redactor)
+        return partial(factory, config, redactor=redactor)
     params = {**variant.params, **_run_dependencies(factory, llm_cli, redactor)}
     if _takes(factory, params):
         return partial(factory, **params)
@@ -242,9 +246,13 @@ def _agent_factories(
     """Built-ins, then entry points, then plugin hooks (later sources may not shadow built-ins).
 
     llm_v0 (it pulls in httpx) is imported here, when agents are made, not with the variants."""
+    from pytest_agentbench.agents.context_packer import ContextPackerAgent
     from pytest_agentbench.agents.llm_v0 import LLMAgent
+    from pytest_agentbench.agents.subagents.agent import SubagentsAgent
 
-    found: dict[str, AgentFactory] = {**BUILTIN_AGENTS, "llm_v0": LLMAgent}
+    found: dict[str, AgentFactory] = {**BUILTIN_AGENTS, "llm_v0": LLMAgent,
+                                      "context_packer": ContextPackerAgent,
+                                      "subagents": SubagentsAgent}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         found.setdefault(ep.name, ep.load())
     for result in extra_factories or ():
@@ -270,3 +278,76 @@ def _unknown_agent(variant: Variant, agents: list[str]) -> str:
         f"{', '.join(agents)}; bundled variants: {', '.join(bundled) or 'none'}; or a variant "
         "YAML path"
     )
+
+
+# What `agentbench variants` says of the agents shipped with the harness; an installed agent
+# says it with a `description` attribute, else the first line of its docstring.
+AGENT_DESCRIPTIONS = {
+    "nop": "changes nothing: every valid task must fail under it",
+    "oracle": "applies the task's reference solution (oracle.patch) through the tools",
+    "scripted": "replays a fixed list of tool calls (the task's or the variant's script)",
+    "llm_v0": "the baseline LLM agent: observation, model, tool calls, repeat; budgets checked "
+              "before every model call",
+    "context_packer": "llm_v0 with the failure's code (tracebacks, tests, imports) packed "
+                      "under a token budget into the first message",
+    "subagents": "a router delegating to specialist model calls (searcher, patcher, tester)",
+}
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One line of `agentbench variants`: a name, what it runs (a variant's agent, an agent's
+    origin) and a description."""
+
+    name: str
+    agent: str
+    description: str
+
+
+def list_bundled_variants() -> list[Listed]:
+    """The bundled variants; one that cannot be read says why instead of its description."""
+    out = []
+    for name in bundled_variants():
+        try:
+            v = load_variant(name)
+        except VariantError as exc:
+            out.append(Listed(name, "?", f"cannot be read: {exc}"))
+            continue
+        out.append(Listed(v.name, v.agent, v.description or "(no description)"))
+    return out
+
+
+def _doc_line(factory: Any) -> str:
+    text = getattr(factory, "description", None)
+    if not isinstance(text, str) or not text.strip():
+        text = inspect.getdoc(factory) or ""
+    first = text.strip().split("\n\n")[0]
+    return " ".join(first.split()) or "(no description)"
+
+
+def list_agents() -> list[Listed]:
+    """Built-in and installed agents (entry point group `pytest_agentbench.agents`).
+
+    An installed agent that fails to import is listed with its error; it does not hide the
+    others."""
+    eps = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    try:
+        factories: dict[str, Any] = _agent_factories()
+    except Exception:  # an installed agent that fails to import: list it with its error below
+        factories = {name: None for name in AGENT_DESCRIPTIONS}
+    out = []
+    for name in sorted(set(factories) | set(eps)):
+        ep = eps.get(name)
+        if ep is None or name in AGENT_DESCRIPTIONS:
+            desc = AGENT_DESCRIPTIONS.get(name) or _doc_line(factories[name])
+            shadow = " (an installed agent of this name is ignored)" if ep is not None else ""
+            out.append(Listed(name, "built-in", desc + shadow))
+            continue
+        dist = getattr(getattr(ep, "dist", None), "name", None)
+        origin = f"installed ({dist})" if dist else "installed"
+        try:
+            desc = _doc_line(factories[name] if factories.get(name) else ep.load())
+        except Exception as exc:  # noqa: BLE001 - third-party code: any error is one line
+            desc = f"cannot be loaded: {type(exc).__name__}: {' '.join(str(exc).split())}"
+        out.append(Listed(name, origin, desc))
+    return out
