@@ -33,6 +33,8 @@ from pytest_agentbench.core.events import EventListener
 from pytest_agentbench.core.trial import Trial
 from pytest_agentbench.core.trial_config import TrialConfig
 from pytest_agentbench.repos.mirror import MirrorCache
+from pytest_agentbench.run.engine_pool import EnginePool
+from pytest_agentbench.run.infra_retry import run_with_retries
 from pytest_agentbench.sandbox.port import SandboxFactory
 from pytest_agentbench.tasks.loader import LoadedTask
 from pytest_agentbench.text.redaction import Redactor
@@ -92,12 +94,16 @@ class AttemptFactory:
     def __init__(
         self,
         shared: SharedAttemptConfig,
-        sandboxes: SandboxFactory,
+        sandboxes: SandboxFactory | EnginePool,
         mirrors: MirrorCache,
         agent: Callable[[], Agent],
+        retry_infra: int = 0,
     ) -> None:
-        self.shared, self.sandboxes, self.mirrors, self.make_agent = (
-            shared, sandboxes, mirrors, agent)
+        """`sandboxes`: one factory, or the run's pool of Docker engines (run/engine_pool.py)."""
+        self.engines = sandboxes if isinstance(sandboxes, EnginePool) else None
+        self.sandboxes: SandboxFactory = sandboxes  # type: ignore[assignment]
+        self.mirrors, self.make_agent, self.retry_infra = mirrors, agent, retry_infra
+        self.shared = shared
         self._for_task: tuple[Any, Redactor] | None = None  # the last task's own redactor
 
     def redactor(self, task: LoadedTask) -> Redactor:
@@ -142,9 +148,16 @@ class AttemptFactory:
         quarantined: str | None = None,
         keep_workspace: bool | None = None,
     ) -> dict[str, Any]:
-        """Run the attempt; its record redacted (identity fields kept) before anyone sees it."""
+        """Run the attempt; its record redacted (identity fields kept) before anyone sees it.
+        With an engine pool, each try leases an engine, and a try that lost its engine is run
+        again elsewhere up to `retry_infra` times (run/infra_retry.py)."""
         cfg = self.config(task, index, attempts, quarantined, keep_workspace)
-        trial = Trial(task, cfg, self.sandboxes, self.mirrors, self.make_agent())
-        trial.at.events.listener = cfg.event_listener  # before its first event (task_started)
-        record = trial.run()
-        return self.redactor(task).redact_record(record.to_json_dict())
+
+        def run_try(sandboxes: SandboxFactory) -> dict[str, Any]:
+            trial = Trial(task, cfg, sandboxes, self.mirrors, self.make_agent())
+            trial.at.events.listener = cfg.event_listener  # before its first event
+            return self.redactor(task).redact_record(trial.run().to_json_dict())
+
+        if self.engines is None:
+            return run_try(self.sandboxes)
+        return run_with_retries(self.engines, self.retry_infra, run_try, cfg.run_dir)

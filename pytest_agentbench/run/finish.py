@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_agentbench.run.engine_pool import EnginePlan
 from pytest_agentbench.run.hostenv import work_root
 from pytest_agentbench.run.sigterm import run_ending
 from pytest_agentbench.run.state import RunState
@@ -26,7 +27,8 @@ SWEEP_TIMEOUT_SEC = 20  # per Docker API call at the end: an engine that stopped
 
 
 def end_run(
-    state: RunState, redactor: Redactor, docker: bool, first: Callable[[], None] | None = None
+    state: RunState, redactor: Redactor, docker: bool, first: Callable[[], None] | None = None,
+    engines: list[EnginePlan] | None = None,
 ) -> list[str]:
     """The controller's end of a run, as independent steps (`first` before the others): one
     that fails costs none of the others. Returns one line per failed step, also kept in
@@ -40,7 +42,8 @@ def end_run(
         ("merge events", lambda: merge_events(state, redactor.redact_record), ""),
         # Containers first: one a killed worker left running still writes into its bind-mounted
         # checkout (a baseline's __pycache__), and removing the tree under it fails (ENOTEMPTY).
-        ("sweep containers", (lambda: sweep_run(state.run_id)) if docker else None, gc_hint),
+        ("sweep containers", (lambda: sweep_run(state.run_id, engines)) if docker else None,
+         gc_hint),
         ("remove work directories", lambda: remove_tree(work_root(state.run_id)), ""),
         ("write report_summary.md", lambda: reporting.write_summary(state.path, redactor=redactor),
          ""),
@@ -60,20 +63,33 @@ def end_run(
     return errors
 
 
-def sweep_run(run_id: str) -> int:
-    """Remove every container of the run, by label, waiting at most SWEEP_TIMEOUT_SEC per call."""
+def sweep_run(run_id: str, engines: list[EnginePlan] | None = None) -> int:
+    """Remove every container (and volume) of the run, by label, on each of the run's engines,
+    waiting at most SWEEP_TIMEOUT_SEC per call. An engine that does not answer is named in
+    the error raised after the others were swept."""
     import docker
 
     from pytest_agentbench.sandbox.docker import DockerSandboxFactory
+    from pytest_agentbench.sandbox.engines import connect, parse_engine
 
-    client = docker.from_env(timeout=SWEEP_TIMEOUT_SEC)
-    try:
-        factory = DockerSandboxFactory(client)
-        removed = factory.sweep({"agentbench.run_id": run_id})
-        factory.release_stale_mounts()  # a killed worker's, before its work directory goes
-        return removed
-    finally:
-        client.close()
+    removed, problems = 0, []
+    for plan in engines or [EnginePlan("default", "default", None, "bind")]:
+        try:
+            if plan.endpoint == "default" and plan.transfer == "bind":
+                client = docker.from_env(timeout=SWEEP_TIMEOUT_SEC)
+            else:
+                client = connect(parse_engine(plan.spec_text()), timeout=SWEEP_TIMEOUT_SEC)
+            try:
+                factory = DockerSandboxFactory(client, transfer=plan.transfer, engine=plan.name)
+                removed += factory.sweep({"agentbench.run_id": run_id})
+            finally:
+                client.close()
+        except Exception as exc:  # noqa: BLE001 - the other engines are still swept
+            problems.append(f"engine {plan.name}: {' '.join(str(exc).split())[:200]}")
+    DockerSandboxFactory.release_stale_mounts()  # a killed worker's, before its work dir goes
+    if problems:
+        raise RuntimeError("; ".join(problems))
+    return removed
 
 
 def remove_tree(path: Path, tries: int = 3, pause_sec: float = 0.5) -> None:

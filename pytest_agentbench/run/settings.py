@@ -29,6 +29,7 @@ LLM_OPTIONS = ("model", "base_url", "temperature", "top_p", "max_tokens", "prese
 QUARANTINE_MODES = ("run", "skip", "only")
 RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 RESERVED_RUN_NAMES = ("latest",)  # the output root's link to the newest run
+ENGINES_VAR = "AGENTBENCH_ENGINES"  # engines separated by ';' when no option or ini key names any
 
 
 class OutDirError(Exception):
@@ -77,6 +78,10 @@ class RunSettings:
     """The run directory's name (and run id) instead of a generated one."""
     llm: Mapping[str, Any] = field(default_factory=dict)
     """Model options from the command line (model, base_url, preset, ...); only those given."""
+    engines: tuple[str, ...] = ()
+    """Docker engines as given (`--agentbench-engine`, checked); empty: the current one."""
+    retry_infra: int = 0
+    """Retries of an attempt whose engine was lost, each on another engine."""
 
     @property
     def docker(self) -> bool:
@@ -141,7 +146,44 @@ def build_settings(
         llm=_llm_options(option),
         fail_under=_fail_under(option("fail_under"), ini("fail_under")),
         run_name=run_name,
+        engines=_engines(option("engine"), ini("engines")),
+        retry_infra=_retry_infra(option("retry_infra"), ini("retry_infra")),
     )
+
+
+def _engines(given: Any, from_ini: Any) -> tuple[str, ...]:
+    """The engines as given, each checked (one line naming the bad value), names unique."""
+    from pytest_agentbench.sandbox.engine_spec import check_unique, parse_engine
+
+    from_env = [t for t in re.split(r"[;\n]", os.environ.get(ENGINES_VAR, ""))]
+    texts = [str(t).strip() for t in (given or from_ini or from_env) if str(t).strip()]
+    where = ("--agentbench-engine" if given else "agentbench_engines (ini)" if from_ini
+             else f"${ENGINES_VAR}")
+    specs = []
+    for text in texts:
+        try:
+            specs.append(parse_engine(text))
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+    try:
+        check_unique(specs)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    return tuple(texts)
+
+
+def _retry_infra(given: Any, from_ini: Any) -> int:
+    raw = given if given is not None else from_ini
+    if raw is None or raw == "":
+        return 0
+    try:
+        count = int(raw)
+    except (TypeError, ValueError):
+        count = -1
+    if count < 0:
+        where = "--agentbench-retry-infra" if given is not None else "agentbench_retry_infra (ini)"
+        raise ValueError(f"{where}: expected a whole number of retries (0 or more), got {raw!r}")
+    return count
 
 
 @dataclass(frozen=True)
