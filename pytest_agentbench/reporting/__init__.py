@@ -4,6 +4,8 @@ Public API (see SCHEMA.md for the stable JSON and CSV forms):
 - `load_run(dir)`, `load_runs(dirs)` -> `Run`; `ReportError` for bad input;
 - `summarize(run)` -> `RunSummary`; `write_summary(run_dir)` -> path of `report_summary.md`;
 - `compare(run_a, run_b, ...)` -> `PairedReport`; `PairingError` when runs cannot be paired;
+- `compare_runs([run, ...], baseline=0, ...)` -> `CompareReport` (N runs side by side, each
+  paired against the baseline); `render_compare(report, fmt)`;
 - `gate(baseline, candidate, ...)` -> `GateResult` (`.exit_code`: 1 on regression, else 0);
 - `render_summary`, `render_paired`, `render_gate` (md, csv, json); `render_html`, `write_html`;
 - `add_report_commands(subparsers)` for the `agentbench` console script.
@@ -21,6 +23,7 @@ _EXPORTS = {
     "RunSummary": "summary", "summarize": "summary", "write_summary": "summary",
     "PairedReport": "paired", "PairingError": "paired", "compare": "paired",
     "GateResult": "gate", "gate": "gate",
+    "CompareReport": "compare", "compare_runs": "compare", "render_compare": "compare_render",
     "render_summary": "render", "render_paired": "render", "render_gate": "render",
     "render_html": "html", "write_html": "html",
     "add_report_commands": "cli",

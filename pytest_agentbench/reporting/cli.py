@@ -1,8 +1,8 @@
-"""`agentbench report summary|html|paired` and `agentbench gate`, as argparse sub-commands.
+"""`agentbench report summary|html|paired|compare` and `agentbench gate`, as argparse sub-commands.
 
 The console script calls `add_report_commands(subparsers)`; every parser it adds sets
 `func(args) -> int`, the process exit code:
-- report summary / html / paired: 0, or 2 on bad input (no such run, malformed records, a
+- report summary / html / paired / compare: 0, or 2 on bad input (no such run, malformed records, a
   refused pairing);
 - gate: 0 no regression, 1 regression, 2 bad input, a refused pairing or nothing left to pair;
 - argparse usage errors exit 2 as well.
@@ -30,7 +30,7 @@ _RUN_HELP = "a run directory, a run name in the output root, or `latest`"
 def add_report_commands(subparsers: Any) -> None:
     """Add `report` (summary, html, paired) and `gate` to an argparse subparsers object."""
     report = subparsers.add_parser("report", help="summary and paired reports over run dirs")
-    kinds = report.add_subparsers(dest="report_kind", metavar="{summary,html,paired}")
+    kinds = report.add_subparsers(dest="report_kind", metavar="{summary,html,paired,compare}")
     kinds.required = True
 
     summary = kinds.add_parser("summary", help="pass rates, taxonomy, costs of one run")
@@ -60,6 +60,19 @@ def add_report_commands(subparsers: Any) -> None:
     _add_pairing(paired)
     _add_format(paired, ("md", "csv", "json"))
     paired.set_defaults(func=_run_paired)
+
+    comp = kinds.add_parser("compare", help="side by side: N runs, paired tests vs a baseline")
+    comp.add_argument("runs", nargs="+", metavar="RUN", help=f"two or more runs: {_RUN_HELP}")
+    comp.add_argument("--baseline", default=None, metavar="RUN",
+                      help="the run the others are tested against (default: the first; a run "
+                           "not among RUN... is added in front)")
+    comp.add_argument("--method", choices=("mcnemar", "bootstrap"), default="mcnemar",
+                      help="primary paired test (both are always reported; default mcnemar)")
+    _add_pairing(comp)
+    _add_format(comp, ("md", "csv", "json"))
+    comp.add_argument("--csv", type=Path, default=None, metavar="FILE",
+                      help="also write the full table (every run and scope) as CSV here")
+    comp.set_defaults(func=_run_compare)
 
     gate = subparsers.add_parser("gate", help="regression gate: exit 1 if the candidate regressed")
     gate.add_argument("--baseline", required=True, metavar="A", help=f"baseline: {_RUN_HELP}")
@@ -186,6 +199,35 @@ def _run_paired(args: argparse.Namespace) -> int:
     except ReportError as exc:
         return _fail(exc)
     _emit(render_paired(report, args.format), args.output)
+    return EXIT_OK
+
+
+def _run_compare(args: argparse.Namespace) -> int:
+    from pytest_agentbench.reporting.compare import compare_runs
+    from pytest_agentbench.reporting.compare_render import compare_csv, render_compare
+    from pytest_agentbench.reporting.load import load_runs
+
+    try:
+        paths = [_run_dir(spec, args) for spec in args.runs]
+        base = 0
+        if args.baseline is not None:
+            wanted = _run_dir(args.baseline, args).resolve()
+            found = [i for i, p in enumerate(paths) if p.resolve() == wanted]
+            if found:
+                base = found[0]
+            else:
+                paths.insert(0, wanted)
+        if len(paths) < 2:
+            raise ReportError("report compare needs at least two runs (RUN RUN [RUN...], "
+                              "or one RUN and a --baseline)")
+        runs = load_runs(paths, fields="all")
+        report = compare_runs(runs, base, args.method, args.missing, args.allow_mismatch,
+                              args.seed, args.resamples, args.alpha, args.infra_as_failure)
+    except ReportError as exc:
+        return _fail(exc)
+    _emit(render_compare(report, args.format), args.output)
+    if args.csv is not None:
+        _emit(compare_csv(report), args.csv)
     return EXIT_OK
 
 

@@ -2,7 +2,8 @@
 
 No network is needed to open it (inline CSS, JS and SVG; a CSP forbids any fetch). Drill-down
 data (events from `events.jsonl`, `agent/tool_calls.jsonl`, `agent/conversation.jsonl`,
-`diffs/*.patch`, `logs/*.txt` under each attempt's `artifact_paths.task_dir`) is embedded as
+`diffs/*.patch`, `logs/*.txt`, and the context manifest and delegation graph some agents write,
+see agent_artifacts.py, under each attempt's `artifact_paths.task_dir`) is embedded as
 JSON and rendered by the script on first open. Every value is escaped: it is agent output.
 Every embedded text also passes through a `Redactor` (the credential patterns by default; the
 plugin passes the run's own, which knows each task's secrets): the artifacts of a run written
@@ -21,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+import pytest_agentbench.reporting.engine_report as engine_report
+from pytest_agentbench.reporting.agent_artifacts import agent_artifacts
 from pytest_agentbench.reporting.html_assets import CSS, JS
 from pytest_agentbench.reporting.load import Run, load_events, load_run
 from pytest_agentbench.reporting.summary import RunSummary, summarize
@@ -73,7 +76,7 @@ def render_html(run: Run, summary: RunSummary, max_tasks: int = MAX_TASKS,
         '<meta name="viewport" content="width=device-width,initial-scale=1">',
         '<link rel="icon" href="data:,">',
         f"<title>agentbench run {escape(run.run_id)}</title><style>{CSS}</style></head><body>",
-        _header(d), _plots(run, d),
+        _header(d), engine_report.engines_html(d), _plots(run, d),
         "<h2>Tasks</h2>", more,
         '<div class="controls"><input id="task-filter" type="search" '
         'placeholder="filter tasks (id, suite, reason)" aria-label="filter tasks">'
@@ -278,13 +281,15 @@ def _attempt(run_dir: Path, rec: dict[str, Any], events: list[dict[str, Any]]) -
         "duration": round(float(rec["duration_sec"]), 3), "steps": int(rec["steps"]),
         "tokens": int(rec["total_tokens"]), "cost": _num(rec["cost_usd"]),
         "summary": rec["summary"], "signature": " | ".join(rec["signature"] or []),
-        "task_dir": rec["task_dir"], "missing": missing,
+        "task_dir": rec["task_dir"], "missing": missing, "engine": rec["engine"],
+        "retried": engine_report.try_lines(rec["retried"]),
         "events": [_event_row(e) for e in events],
         "tool_calls": _jsonl_items(art, "agent/tool_calls.jsonl", _tool_title),
         "conversation": _jsonl_items(art, "agent/conversation.jsonl", _message_title,
                                      _message_text),
         "diffs": _files(run_dir, art, "diffs", "*.patch"),
         "logs": _files(run_dir, art, "logs", "*.txt"),
+        **agent_artifacts(run_dir, art),  # context manifest, delegation graph (None: absent)
     }
 
 

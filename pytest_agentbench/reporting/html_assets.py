@@ -27,6 +27,9 @@ pre{background:#f6f8fa;padding:8px;overflow:auto;max-height:420px;white-space:pr
 .diff .hunk{color:#0550ae}.tl td{font-family:ui-monospace,monospace;font-size:12px}
 .controls{display:flex;gap:8px;margin:8px 0}.controls input{flex:1;padding:4px 8px}
 .note{color:var(--mut);font-style:italic}
+tr.excluded td{color:var(--mut)}ul.dgraph{list-style:none;padding-left:18px;margin:4px 0}
+ul.dgraph li{border-left:2px solid #d0d7de;padding:1px 0 1px 8px;margin:2px 0}
+.dnode .role{font-weight:600}.dnode .st-ok{color:var(--ok)}.dnode .st-bad{color:var(--bad)}
 """
 
 JS = r"""
@@ -54,7 +57,7 @@ JS = r"""
       ['outcome', a.passed ? 'passed' : (a.reason || 'failed')], ['category', a.category],
       ['duration (s)', a.duration], ['steps', a.steps], ['tokens', a.tokens],
       ['cost (USD)', a.cost], ['summary', a.summary], ['signature', a.signature],
-      ['artifacts', a.task_dir]];
+      ['artifacts', a.task_dir], ['engine', a.engine], ['earlier tries', a.retried]];
     rows.forEach(function (r) {
       if (r[1] === null || r[1] === undefined || r[1] === '') { return; }
       var tr = el('tr'); tr.appendChild(el('th', null, r[0])); tr.appendChild(el('td', null, r[1]));
@@ -100,6 +103,61 @@ JS = r"""
       }));
     });
   }
+  function grid(headers, rows, rowClass) {
+    var t = el('table'); var h = el('tr');
+    headers.forEach(function (x) { h.appendChild(el('th', null, x)); });
+    t.appendChild(h);
+    rows.forEach(function (r) {
+      var tr = el('tr', rowClass ? rowClass(r) : null);
+      r.forEach(function (v) { tr.appendChild(el('td', null, v)); });
+      t.appendChild(tr);
+    });
+    return t;
+  }
+  function context(d, c) {
+    if (c.error) { note(d, c.error); return; }
+    note(d, 'Agent ' + (c.agent || '?') + ' · budget ' + (c.budget === null ? '?' : c.budget) +
+      ' tokens · ' + (c.chars_per_token === null ? '?' : c.chars_per_token) +
+      ' characters a token (estimated)');
+    if (!c.packs.length) { note(d, 'No pack recorded.'); }
+    c.packs.forEach(function (p) {
+      d.appendChild(el('p', 'pack', 'Step ' + (p.step === null ? '?' : p.step) + ': used ' +
+        (p.used === null ? '?' : p.used) + ' of ' + (c.budget === null ? '?' : c.budget) +
+        ' tokens, ' + p.items.length + ' item(s)'));
+      d.appendChild(grid(['path', 'lines', 'included', 'reason', 'tokens'], p.items,
+        function (r) { return r[2] === 'included' ? 'included' : 'excluded'; }));
+      if (p.more) { note(d, p.more + ' more item(s) not shown'); }
+    });
+  }
+  function delegation(d, g) {
+    if (g.error) { note(d, g.error); return; }
+    d.appendChild(el('p', 'muted', 'Calls and tokens per role (agent ' + (g.agent || '?') + ')'));
+    d.appendChild(grid(['role', 'nodes', 'calls', 'prompt tokens', 'completion tokens',
+      'tokens'], g.roles));
+    d.appendChild(el('p', 'muted', 'Delegation graph (parent → child)'));
+    var root = el('ul', 'dgraph'); var stack = [root];  // root, then the li of each depth
+    g.tree.forEach(function (n) {
+      var depth = Math.min(n[0], stack.length - 1);
+      while (stack.length > depth + 1) { stack.pop(); }
+      var parent = stack[stack.length - 1];
+      if (parent.tagName === 'LI') {  // its list of children, made with the first child
+        var kids = parent.lastChild;
+        if (!kids || kids.tagName !== 'UL') { kids = el('ul', 'dgraph'); parent.appendChild(kids); }
+        parent = kids;
+      }
+      var li = el('li', 'dnode');
+      li.appendChild(el('span', 'role', n[1]));
+      var st = n[4] || '';
+      li.appendChild(el('span', null, ' · calls ' + (n[2] === null ? '?' : n[2]) + ' · tokens ' +
+        (n[3] === null ? '?' : n[3]) + ' · '));
+      li.appendChild(el('span', st === 'ok' ? 'st-ok' : 'st-bad', st || '?'));
+      if (n[5]) { li.appendChild(el('span', 'muted', ' — ' + n[5])); }
+      li.setAttribute('data-node', n[6]);
+      parent.appendChild(li); stack.push(li);
+    });
+    d.appendChild(root);
+    if (g.more) { note(d, g.more + ' more node(s) not shown'); }
+  }
   function attempt(a) {
     var box = el('div', 'attempt');
     box.appendChild(kv(a));
@@ -116,6 +174,15 @@ JS = r"""
       entries(d, a.conversation, 'messages');
     });
     part('Logs', a.logs, false, function (d) { entries(d, a.logs, 'logs'); });
+    if (a.context) {
+      box.appendChild(lazy('Context manifest' + (a.context.error ? ' (unreadable)' :
+        ' (' + a.context.packs.length + ')'), false, function (d) { context(d, a.context); }));
+    }
+    if (a.delegation) {
+      box.appendChild(lazy('Delegation' + (a.delegation.error ? ' (unreadable)' :
+        ' (' + a.delegation.tree.length + ')'), false,
+        function (d) { delegation(d, a.delegation); }));
+    }
     return box;
   }
   function render(body, task) {

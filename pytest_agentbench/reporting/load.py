@@ -7,6 +7,11 @@ is then built once. `fields` names what to parse: "summary", "pairing" or "all".
 Full `AttemptRecord` validation of every record (`validate=True`) is optional: it costs more
 than the whole report.
 
+Engines (issue 12): `engine` is the record's (the engine its last try ran on; None for the
+local sandbox and older records); `retried` the earlier tries set aside after an infra error, as
+a tuple (empty when the attempt ran once), with `infra_retries` (their number) and
+`retry_engines` (their engines, oldest first) derived. A retried attempt is still one row.
+
 Each attempt gets exactly one `category`, by this precedence:
 quarantined > flaky > invalid > infra > scored. Only `scored` attempts enter agent pass rates
 (and `infra` too when infra errors are counted as failures).
@@ -59,6 +64,16 @@ class _Base(TypedDict, total=False):
     is_flaky: Annotated[bool, _at("baseline_validation", "is_flaky")]
 
 
+class _Try(TypedDict, total=False):
+    """An earlier try of an attempt (`retried`), set aside after an infra error."""
+
+    engine: str
+    failure_reason: str
+    sub_reason: str | None
+    duration_sec: float
+    artifacts_dir: str | None
+
+
 class _Summary(_Base, total=False):
     duration_sec: float
     summary: Annotated[str, _at("result", "summary")]
@@ -69,6 +84,8 @@ class _Summary(_Base, total=False):
     cost_usd: Annotated[float | None, _at("usage", "cost_usd")]
     steps: Annotated[int, _at("agent", "steps")]
     task_dir: Annotated[str, _at("artifact_paths", "task_dir")]
+    engine: str | None
+    retried: list[_Try]
 
 
 class _Pairing(_Base, total=False):
@@ -98,7 +115,7 @@ _DEFAULTS: dict[str, Any] = {
     "task_commit": "", "image_digest": None, "image_id": None, "image_name": "",
     "started_at": "", "limit_timeout_sec": np.nan, "limit_tool_timeout_sec": np.nan,
     "limit_max_steps": np.nan, "limit_cpu_limit": np.nan, "limit_mem_limit_mb": np.nan,
-    "limit_budgets": None,
+    "limit_budgets": None, "engine": None, "retried": None,
 }
 # `limits` (budgets and timeouts), flattened: budgets as order-insensitive JSON text
 LIMIT_COLUMNS = ("limit_timeout_sec", "limit_tool_timeout_sec", "limit_max_steps",
@@ -294,7 +311,29 @@ def records_to_frame(records: list[dict[str, Any]], source: str = "<records>",
     digest, image_id = frame["image_digest"], frame["image_id"]
     frame["image"] = digest.where(digest.notna(), image_id.where(image_id.notna(),
                                                                  frame["image_name"]))
+    _retries(frame)
     return _derive(frame, source)
+
+
+def _retries(frame: pd.DataFrame) -> None:
+    """`retried` as a tuple of tries per attempt (empty when it ran once, or in records written
+    before infra retries), `infra_retries` their number, `retry_engines` their engines, oldest
+    first. The attempt itself (its one row) is its last try."""
+    n = len(frame)
+    tries = np.empty(n, dtype=object)
+    engines = np.empty(n, dtype=object)
+    counts = np.zeros(n, dtype=np.int64)
+    empty: tuple[Any, ...] = ()
+    for i, value in enumerate(frame["retried"].to_numpy(dtype=object)):
+        if isinstance(value, list) and value:
+            tries[i] = tuple(value)
+            engines[i] = tuple(str(t.get("engine") or "") for t in value)
+            counts[i] = len(value)
+        else:
+            tries[i] = engines[i] = empty
+    frame["retried"] = tries
+    frame["retry_engines"] = engines
+    frame["infra_retries"] = counts
 
 
 def _derive(frame: pd.DataFrame, source: str) -> pd.DataFrame:

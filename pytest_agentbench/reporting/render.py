@@ -1,7 +1,8 @@
 """Markdown, CSV and JSON renderings of the summary, paired and gate reports (see SCHEMA.md).
 
 Everything from the records (task ids, signatures, reasons) is untrusted agent or task output:
-markdown cells are escaped so that it cannot break a table or inject HTML.
+markdown cells are escaped (md.py) so that it cannot break a table or inject HTML. The engine
+and infrastructure-retry sections come from engine_report.py.
 """
 
 from __future__ import annotations
@@ -14,7 +15,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
+import pytest_agentbench.reporting.engine_report as engine_report
 from pytest_agentbench.reporting.gate import GateResult
+from pytest_agentbench.reporting.md import cell as cell
+from pytest_agentbench.reporting.md import interval as _interval
+from pytest_agentbench.reporting.md import num as num
+from pytest_agentbench.reporting.md import para as para
+from pytest_agentbench.reporting.md import pct as pct
+from pytest_agentbench.reporting.md import table as table
 from pytest_agentbench.reporting.paired import PairedReport
 
 PAIR_COLUMNS = ["task_id", "attempt_index", "suite", "a_passed", "b_passed", "outcome"]
@@ -24,7 +32,6 @@ GATE_COLUMNS = [
     "mcnemar_test", "mcnemar_pvalue", "bootstrap_ci_low", "bootstrap_ci_high", "seed",
     "resamples",
 ]
-_MD_ROWS = 30
 
 
 class RenderableSummary(Protocol):
@@ -55,45 +62,6 @@ def to_json(data: dict[str, Any]) -> str:
     return json.dumps(json_safe(data), indent=2, allow_nan=False) + "\n"
 
 
-def cell(value: Any) -> str:
-    """One escaped markdown table cell."""
-    if value is None:
-        return "—"
-    text = str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    text = text.replace("|", "\\|").replace("`", "\\`").replace("\r", " ").replace("\n", " ")
-    return text if len(text) <= 200 else text[:197] + "..."
-
-
-def para(value: Any) -> str:
-    """Escaped markdown paragraph text (no truncation)."""
-    text = str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return text.replace("`", "\\`")
-
-
-def pct(value: float | None) -> str:
-    return "—" if value is None or (isinstance(value, float) and math.isnan(value)) \
-        else f"{value * 100:.1f}%"
-
-
-def num(value: float | None, digits: int = 1) -> str:
-    return "—" if value is None else f"{value:,.{digits}f}"
-
-
-def table(headers: list[str], rows: list[list[Any]], limit: int | None = _MD_ROWS) -> str:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    shown = rows if limit is None else rows[:limit]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in shown]
-    if limit is not None and len(rows) > limit:
-        lines.append(f"\n_{len(rows) - limit} more row(s) in the JSON form._")
-    return "\n".join(lines)
-
-
-def _interval(row: dict[str, Any]) -> str:
-    if row.get("ci_low") is None:
-        return "—"
-    return f"[{pct(row['ci_low'])}, {pct(row['ci_high'])}]"
-
-
 def summary_markdown(summary: RenderableSummary) -> str:
     d = summary.data
     run, c, pr, usage = d["run"], d["counts"], d["pass_rate"], d["usage"]
@@ -107,6 +75,7 @@ def summary_markdown(summary: RenderableSummary) -> str:
            "Scored = valid, non-flaky, non-quarantined attempts; infra errors are "
            + ("counted as failures." if d["rules"]["infra_errors"] != "excluded"
               else "excluded and reported below."), ""]
+    out += engine_report.engines_markdown(d)
     cats = c["tasks_by_category"]
     reasons = ", ".join(f"{k}: {v}" for k, v in c["invalid_by_reason"].items())
     infra = ", ".join(f"{k}: {v}" for k, v in c["infra_by_reason"].items())

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +42,16 @@ def wilson_interval(successes: int, n: int, alpha: float = 0.05) -> tuple[float,
     low = 0.0 if successes == 0 else min(max(center - dist, 0.0), 1.0)  # exact at the ends
     high = 1.0 if successes == n else min(max(center + dist, 0.0), 1.0)
     return (low, high)
+
+
+def rate_row(passed: int, scored: int) -> dict[str, Any]:
+    """A pass rate as the reports write it: passed, scored, rate and its Wilson 95% interval
+    (None where undefined, scored == 0)."""
+    low, high = wilson_interval(passed, scored)
+    return {"passed": passed, "scored": scored,
+            "rate": passed / scored if scored else None,
+            "ci_low": None if math.isnan(low) else low,
+            "ci_high": None if math.isnan(high) else high}
 
 
 def wilson_arrays(

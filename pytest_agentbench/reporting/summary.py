@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 import pytest_agentbench.reporting.stats as stats
+from pytest_agentbench.reporting.engine_report import engine_figures
 from pytest_agentbench.reporting.load import Run, load_run
 
 if TYPE_CHECKING:
@@ -58,11 +59,7 @@ def scored_mask(frame: pd.DataFrame, infra_as_failure: bool = False) -> pd.Serie
     return mask
 
 
-def _rate_row(passed: int, scored: int) -> dict[str, Any]:
-    low, high = stats.wilson_interval(passed, scored)
-    return {"passed": passed, "scored": scored,
-            "rate": passed / scored if scored else None,
-            "ci_low": None if np.isnan(low) else low, "ci_high": None if np.isnan(high) else high}
+_rate_row = stats.rate_row
 
 
 def summarize(run: Run, infra_as_failure: bool = False, top: int = 10) -> RunSummary:
@@ -92,6 +89,7 @@ def summarize(run: Run, infra_as_failure: bool = False, top: int = 10) -> RunSum
         "hardest_tasks": _hardest(sdf, top),
         "failure_signatures": _signatures(sdf, top),
         "pass_at_k": _pass_at_k(sdf),
+        **engine_figures(df, scored),  # "engines", "infra_retries"
         "warnings": list(run.warnings),
     }
     return RunSummary(data=data, tables={"scopes": _scope_table(df, scored, run)})
