@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.sandbox.disk import pid_alive
+from pytest_agentbench.sandbox.engine_spec import EngineSpec, parse_engine
 
 MIN_FREE_BYTES = 5 * 1024**3
 EGRESS_PROBE = ("python3 -c 'import socket; "
@@ -36,8 +35,21 @@ def cache_root() -> Path:
     return Path(base) / "agentbench"
 
 
-def run_doctor(build: bool = True, write: Callable[[str], None] | None = None) -> int:
+def run_doctor(build: bool = True, write: Callable[[str], None] | None = None,
+               engines: Sequence[EngineSpec] | None = None) -> int:
+    """Today's checks of the local engine when `default` is among `engines` (the default), then
+    one `engine <name>` line per engine (doctor_engines.py)."""
     report = Report(write or (lambda line: print(line, flush=True)))
+    specs = list(engines) if engines else [parse_engine("default")]
+    local_ok = True
+    if any(spec.endpoint == "default" for spec in specs):
+        local_ok = _local_checks(report, build)
+    _check_engines(report, specs, local_ok, build)
+    return 1 if report.failed else 0
+
+
+def _local_checks(report: Report, build: bool) -> bool:
+    """The checks of the controller's own engine; False when its daemon does not answer."""
     from pytest_agentbench.sandbox.docker import DockerSandboxFactory
     from pytest_agentbench.sandbox.docker_containers import docker_host
     from pytest_agentbench.sandbox.port import SandboxError
@@ -48,7 +60,7 @@ def run_doctor(build: bool = True, write: Callable[[str], None] | None = None) -
     except SandboxError:
         report(False, "docker daemon", f"not reachable at {docker_host()} (start Docker, or set "
                "DOCKER_HOST; in a checkout of pytest-agentbench, scripts/ensure-docker starts it)")
-        return 1
+        return False
     report(True, "docker daemon", f"{version} at {docker_host()}")
     image = _check_image(report, build)
     _check_disk(report, factory.client.info().get("DockerRootDir"))
@@ -57,7 +69,31 @@ def run_doctor(build: bool = True, write: Callable[[str], None] | None = None) -
         _check_hello_task(report, factory, image)
     _check_leftovers(report, factory)
     _report_env_cache(report)
-    return 1 if report.failed else 0
+    return True
+
+
+def _check_engines(report: Report, specs: list[EngineSpec], local_ok: bool, build: bool) -> None:
+    """One line per engine; the runner image comes from the default engine when one lacks it
+    (not with --no-build). The default engine's line is left out when its daemon check failed
+    (that line already says why)."""
+    from pytest_agentbench.cli.doctor_engines import check_engine, default_probe_root
+    from pytest_agentbench.sandbox.engines import EngineUnreachable, connect
+
+    source = None
+    if local_ok and build and any(spec.endpoint != "default" for spec in specs):
+        try:
+            source = connect(parse_engine("default"), timeout=30)
+        except (EngineUnreachable, ValueError):
+            source = None
+    try:
+        for spec in specs:
+            if spec.endpoint == "default" and not local_ok:
+                continue
+            ok, detail = check_engine(spec, source, default_probe_root(), transfer_image=build)
+            report(ok, f"engine {spec.name}", detail)
+    finally:
+        if source is not None:
+            source.close()
 
 
 def _report_env_cache(report: Report) -> None:
@@ -171,16 +207,11 @@ def _check_sandbox(report: Report, factory: Any, image: str) -> None:
 
 def _check_leftovers(report: Report, factory: Any) -> None:
     """Containers whose creator is gone are leftovers; those of live processes are in use."""
-    from pytest_agentbench.sandbox.docker_policy import OWNER_LABEL
+    from pytest_agentbench.cli.doctor_engines import owner_alive
 
-    here = socket.gethostname()
     leftover = in_use = 0
     for info in factory.containers({}):
-        host, _, pid = (info.get("Labels") or {}).get(OWNER_LABEL, "").rpartition(":")
-        if host == here and pid.isdigit():
-            alive = pid_alive(int(pid))
-        else:  # no owner, or another machine's run on a shared engine: judge by its state
-            alive = bool(host) and info.get("State") == "running"
+        alive = owner_alive(info.get("Labels") or {}, info.get("State"))
         in_use += alive
         leftover += not alive
     report(leftover == 0, "leftover containers",

@@ -1,4 +1,4 @@
-"""`agentbench doctor | gc | image build | report ... | gate ... | --version`.
+"""`agentbench doctor | gc | image build | variants | report ... | gate ... | --version`.
 
 Test runs go through pytest (`pytest --agentbench-suite NAME`); this covers the rest.
 """
@@ -8,20 +8,39 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
+
+
+def _engines(parser: argparse.ArgumentParser, values: list[str] | None) -> list[Any]:
+    """The --engine values as EngineSpecs (default: `default`); a usage error, one line, else."""
+    from pytest_agentbench.sandbox.engine_spec import check_unique, parse_engine
+
+    try:
+        specs = [parse_engine(value) for value in values or ["default"]]
+        check_unique(specs)
+    except ValueError as exc:
+        parser.error(f"--engine: {exc}")
+    return specs
 
 
 def _doctor(args: argparse.Namespace) -> int:
     from pytest_agentbench.cli.doctor import run_doctor
 
-    return run_doctor(build=not args.no_build)
+    return run_doctor(build=not args.no_build, engines=_engines(args.parser, args.engine))
 
 
 def _gc(args: argparse.Namespace) -> int:
-    from pytest_agentbench.sandbox.docker import DockerSandboxFactory
+    from pytest_agentbench.cli.doctor_engines import gc_engine
+    from pytest_agentbench.sandbox.engines import EngineUnreachable
 
-    removed = DockerSandboxFactory().gc(older_than_sec=args.older_than)
-    print(f"agentbench gc: removed {removed} container(s)")
-    return 0
+    failed = 0
+    for spec in _engines(args.parser, args.engine):
+        try:
+            print(f"agentbench gc: {gc_engine(spec, args.older_than)}")
+        except (EngineUnreachable, ValueError) as exc:
+            print(f"agentbench gc: {exc}", file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0
 
 
 def _image_build(args: argparse.Namespace) -> int:
@@ -38,6 +57,29 @@ def _image_build(args: argparse.Namespace) -> int:
     print(f"  digest: {info.digest or '(none: built locally, not pushed)'}")
     print(f"  context hash: {info.context_hash}")
     return 0
+
+
+def _variants(args: argparse.Namespace) -> int:
+    """Bundled variants and built-in or installed agents, one line each."""
+    from pytest_agentbench.agents.variants import list_agents, list_bundled_variants
+
+    def show(title: str, rows: list[Any]) -> None:
+        print(title)
+        width = max((len(r.name) for r in rows), default=0)
+        agent_width = max((len(r.agent) for r in rows), default=0)
+        for r in rows:
+            print(f"  {r.name:<{width}}  {r.agent:<{agent_width}}  {r.description}")
+
+    show("Bundled variants (--agentbench-variant NAME): name, agent, description",
+         list_bundled_variants())
+    show("Agents (--agentbench-variant NAME, or `agent:` in a variant YAML): name, origin, "
+         "description", list_agents())
+    return 0
+
+
+ENGINE_HELP = ("a Docker engine, repeatable (default: default, what the docker CLI uses): "
+               "default, a Docker context name, or a unix://, tcp:// (TLS) or ssh:// URL, "
+               "optionally ,slots=N ,tls=off ,transfer=bind|archive|auto")
 
 
 class _VersionAction(argparse.Action):
@@ -59,11 +101,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True)
     doctor = sub.add_parser("doctor", help="check Docker, the runner image, disk, isolation")
-    doctor.add_argument("--no-build", action="store_true", help="do not build a missing image")
-    doctor.set_defaults(func=_doctor)
-    gc = sub.add_parser("gc", help="remove leftover agentbench containers")
+    doctor.add_argument("--no-build", action="store_true",
+                        help="do not build a missing image (nor copy it to another engine)")
+    doctor.add_argument("--engine", action="append", metavar="SPEC", help=ENGINE_HELP)
+    doctor.set_defaults(func=_doctor, parser=doctor)
+    gc = sub.add_parser("gc", help="remove leftover agentbench containers and volumes")
     gc.add_argument("--older-than", type=float, default=None, metavar="SEC")
-    gc.set_defaults(func=_gc)
+    gc.add_argument("--engine", action="append", metavar="SPEC", help=ENGINE_HELP)
+    gc.set_defaults(func=_gc, parser=gc)
     image = sub.add_parser("image", help="runner image").add_subparsers(
         dest="image_cmd", required=True
     )
@@ -71,6 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--base", choices=["auto", "registry", "local"], default="auto")
     build.add_argument("--force", action="store_true")
     build.set_defaults(func=_image_build)
+    variants = sub.add_parser("variants", help="list bundled variants and installed agents")
+    variants.set_defaults(func=_variants)
     from pytest_agentbench.cli.cache import add_cache_command
     from pytest_agentbench.cli.validate import add_validate_command
 

@@ -17,7 +17,6 @@ from pytest_agentbench.plugin.items import TaskError, failure_text, is_error
 from pytest_agentbench.plugin.workers import worker_id
 from pytest_agentbench.run.envcaches import open_env_cache
 from pytest_agentbench.run.hostenv import owner_uid, pip_cache_dir, work_root
-from pytest_agentbench.sandbox.port import SandboxError
 
 if TYPE_CHECKING:
     from pytest_agentbench.agents.port import Agent
@@ -40,19 +39,29 @@ def agentbench_config(pytestconfig: pytest.Config) -> AgentbenchPlugin:
 def agentbench_sandbox_factory(
     agentbench_config: AgentbenchPlugin, pytestconfig: pytest.Config
 ) -> Iterator[SandboxFactory]:
+    """The local sandbox factory, or (docker) the run's pool of engines (run/engine_pool.py):
+    each attempt leases a slot of one engine."""
+    from pytest_agentbench.run.engine_pool import EnginePool
     from pytest_agentbench.run.factory import sandbox_factory
 
     settings, state = agentbench_config.settings, agentbench_config.state
-    factory = sandbox_factory(settings.sandbox)
-    yield factory
     if not settings.docker:
+        yield sandbox_factory(settings.sandbox)
         return
     assert state is not None
-    try:
-        factory.sweep({"agentbench.run_id": state.run_id,
-                       "agentbench.worker": worker_id(pytestconfig)})
-    except SandboxError as exc:  # the engine is gone: the controller's sweep reports it once
-        warnings.warn(f"agentbench: worker sweep skipped: {exc}", stacklevel=1)
+    worker = worker_id(pytestconfig)
+    own = {"agentbench.run_id": state.run_id, "agentbench.worker": worker}
+    pool = EnginePool(agentbench_config.engines, work_root(state.run_id) / "engine-slots",
+                      prefer=_worker_number(worker), own_labels=own)
+    yield pool  # type: ignore[misc]
+    for problem in pool.sweep(own):  # the engine is gone: the controller's sweep reports it
+        warnings.warn(f"agentbench: worker sweep skipped: {problem}", stacklevel=1)
+    pool.close_all()
+
+
+def _worker_number(worker: str) -> int:
+    digits = "".join(ch for ch in worker if ch.isdigit())
+    return int(digits) if digits else 0
 
 
 @pytest.fixture(scope="session")
@@ -83,7 +92,8 @@ def agentbench_attempt(
         agentbench_config, worker_id(request.config), _progress_listener(request.config)
     )
     attempts = AttemptFactory(
-        shared, agentbench_sandbox_factory, agentbench_mirrors, lambda: agentbench_agent
+        shared, agentbench_sandbox_factory, agentbench_mirrors, lambda: agentbench_agent,
+        retry_infra=agentbench_config.settings.retry_infra,
     )
     quarantine = item.get_closest_marker("agentbench_quarantine")
     record = attempts.run(  # redacted before it reaches the terminal, junit, the controller

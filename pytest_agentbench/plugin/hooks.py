@@ -31,17 +31,22 @@ from pytest_agentbench.plugin.items import (
     foreign_marks,
     label_marks,
 )
+from pytest_agentbench.plugin.options import ini_value
 from pytest_agentbench.plugin.rootdir import check_space_form
 from pytest_agentbench.plugin.workers import (
     crash_summary,
     crashed_worker,
+    default_worksteal,
     is_crash_report,
     is_worker,
     signal_workers,
     unhandled_reports,
     worker_id,
 )
+from pytest_agentbench.run.engine_pool import EnginePlan
+from pytest_agentbench.run.engine_setup import plan_engines
 from pytest_agentbench.run.finish import end_run
+from pytest_agentbench.run.hostenv import work_root
 from pytest_agentbench.run.settings import OutDirError, RunSettings, build_settings
 from pytest_agentbench.run.sigterm import (
     on_sigterm,
@@ -84,6 +89,8 @@ class AgentbenchPlugin:
         plus the credential patterns. Workers build the same one."""
         self.build_agent = build_agent  # a fresh agent of the variant for each attempt
         self.image: RunnerImage | None = None
+        self.engines: list[EnginePlan] = []  # the run's Docker engines (run/engine_setup.py)
+        self.header_lines: list[str] = []
         self.state: RunState | None = None
         self.log: AttemptLog | None = None  # the controller's, once the run started
         self.finish_errors: list[str] = []  # session-end steps that failed
@@ -100,7 +107,7 @@ class AgentbenchPlugin:
             check_space_form(config)
             settings = build_settings(
                 lambda name: config.getoption(f"agentbench_{name}"),
-                lambda name: _ini(config, name),
+                lambda name: ini_value(config, name),
                 suites=suites,
                 rootpath=config.rootpath,
                 invocation_dir=config.invocation_params.dir,
@@ -134,12 +141,16 @@ class AgentbenchPlugin:
             workerinput = config.workerinput  # type: ignore[attr-defined]
             self.state = RunState.from_wire(workerinput["agentbench_state"])
             self.image = RunnerImage.from_wire(workerinput["agentbench_image"])
+            self.engines = [EnginePlan.from_wire(p) for p in workerinput["agentbench_engines"]]
             return
-        _default_worksteal(config)
+        default_worksteal(config)
         if config.option.collectonly:
             return
         try:
             self.image = runner_image(settings.sandbox, settings.image)
+            if settings.docker:
+                self.engines = plan_engines(settings.engines, self.image, work_root("engines"),
+                                            self._say)[0]
             self.state = start_run(settings, self.image.ref, redact_obj=self.redactor.redact_obj)
         except (ImageUnavailable, ResumeError, OutDirError) as exc:
             raise pytest.UsageError(str(exc)) from None
@@ -241,6 +252,14 @@ class AgentbenchPlugin:
         if self.state is not None and self.image is not None:
             node.workerinput["agentbench_state"] = self.state.to_wire()
             node.workerinput["agentbench_image"] = self.image.to_wire()
+            node.workerinput["agentbench_engines"] = [p.to_wire() for p in self.engines]
+
+    def _say(self, line: str) -> None:
+        """A line for the report header (the engines' checks run before the terminal exists)."""
+        self.header_lines.append(f"agentbench: {line}")
+
+    def pytest_report_header(self) -> list[str]:
+        return self.header_lines
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
@@ -344,7 +363,8 @@ class AgentbenchPlugin:
                     self._record(report)
 
         self.finish_errors += end_run(
-            self.state, self.redactor, docker=self.settings.docker, first=record_unhandled
+            self.state, self.redactor, docker=self.settings.docker, first=record_unhandled,
+            engines=self.engines,
         )
         assert self.log is not None
         self.verdict_lines = settle_exit(
@@ -374,19 +394,3 @@ class AgentbenchPlugin:
     def pytest_unconfigure(self) -> None:
         restore_sigterm()
 
-
-def _ini(config: pytest.Config, name: str) -> Any:
-    """An ini value; a value its type refuses (`agentbench_attempts = many`) names its key."""
-    try:
-        return config.getini(f"agentbench_{name}")
-    except (ValueError, pytest.UsageError) as exc:  # pytest 9 raises UsageError, unnamed
-        raise ValueError(f"agentbench_{name} (ini): {exc}") from None
-
-
-def _default_worksteal(config: pytest.Config) -> None:
-    """Task durations vary wildly: steal work unless the user chose a distribution mode."""
-    if not config.pluginmanager.hasplugin("xdist") or not config.getoption("numprocesses", None):
-        return
-    args = config.invocation_params.args
-    if not any(a == "-d" or a.startswith("--dist") for a in args):
-        config.option.dist = "worksteal"

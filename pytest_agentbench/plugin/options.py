@@ -7,6 +7,8 @@ refuses that spelling with one line when it changed the rootdir; see plugin/hook
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 
@@ -100,6 +102,23 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="mirror cache (default ~/.cache/agentbench/git)",
     )
+    add(
+        "--agentbench-engine",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="a Docker engine to run sandboxes on (repeatable; default: the current one): "
+        "`default`, a Docker context name, or a unix:// tcp:// ssh:// URL, optionally followed "
+        "by ,slots=N ,tls=off (plaintext tcp) ,transfer=bind|archive (default: auto, probed); "
+        "attempts go to the engine with a free slot",
+    )
+    add(
+        "--agentbench-retry-infra",
+        type=int,
+        metavar="N",
+        help="run an attempt whose engine was lost (SANDBOX_ERROR/ENGINE_LOST) again on another "
+        "engine, up to N times (default 0); the record keeps every try",
+    )
     add("--agentbench-model", metavar="NAME", help="LLM model name (llm agents)")
     add("--agentbench-preset", metavar="NAME", help="LLM provider preset (openrouter, openai, ...)")
     add("--agentbench-base-url", metavar="URL", help="OpenAI-compatible base URL")
@@ -128,6 +147,9 @@ def add_options(parser: pytest.Parser) -> None:
         help="sampling seed sent to the model, where the provider supports one (llm agents)",
     )
     _add_int_ini(parser, "agentbench_attempts", "attempts per task (pass@k)")
+    _add_int_ini(parser, "agentbench_retry_infra", "retries of an attempt whose engine was lost")
+    parser.addini("agentbench_engines", "Docker engines, one per line (see --agentbench-engine)",
+                  type="linelist", default=[])
     for name, help_ in [
         ("taskpacks", "taskpacks root, relative to the ini file"),
         ("variant", "default variant"),
@@ -149,3 +171,12 @@ def _add_int_ini(parser: pytest.Parser, name: str, help_: str) -> None:
         parser.addini(name, help_, type="int", default=None)
     except (AssertionError, ValueError, TypeError):  # pytest < 8.4 knows no "int"
         parser.addini(name, help_, default=None)
+
+
+def ini_value(config: pytest.Config, name: str) -> Any:
+    """An ini value; a value its type refuses (`agentbench_attempts = many`) names its key."""
+    try:
+        return config.getini(f"agentbench_{name}")
+    except (ValueError, pytest.UsageError) as exc:  # pytest 9 raises UsageError, unnamed
+        raise ValueError(f"agentbench_{name} (ini): {exc}") from None
+

@@ -70,3 +70,12 @@ def crashed_worker(report: pytest.TestReport) -> str:
     node = getattr(report, "node", None)
     workerinput = getattr(node, "workerinput", None) or {}
     return str(workerinput.get("workerid") or "worker")
+
+
+def default_worksteal(config: pytest.Config) -> None:
+    """Task durations vary wildly: steal work unless the user chose a distribution mode."""
+    if not config.pluginmanager.hasplugin("xdist") or not config.getoption("numprocesses", None):
+        return
+    args = config.invocation_params.args
+    if not any(a == "-d" or a.startswith("--dist") for a in args):
+        config.option.dist = "worksteal"
