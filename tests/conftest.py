@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.engines import second_engine  # noqa: F401 - one per session (xdist_group)
 from tests.support.sandboxes import docker_sandboxes  # noqa: F401 - one per session, every folder
 
 TESTS = Path(__file__).resolve().parent

@@ -8,52 +8,41 @@ Both tests run real `python -m pytest -n 2` subprocesses on a small synthetic su
 Docker sandbox. The daemon-loss test starts a second dockerd of its own (own data root, exec
 root, pid file and socket, no bridge), loads the runner image into it, points the run at it with
 DOCKER_HOST and stops that daemon while attempts are running. That daemon and its containerd
-run in a network namespace of their own: see Dockerd for what dockerd does to the host's docker0
-otherwise, and host_untouched for what is checked to be unchanged on the host and the main daemon.
+run in network and mount namespaces of their own: see tests/support/dockerd.py for what dockerd
+does to the host's docker0 otherwise, and HostGuard (tests/support/host_state.py) for what is
+checked to be unchanged on the host and the main daemon.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import secrets
 import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pytest_agentbench.run.verdict import INFRA_ERROR
 from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
-from pytest_agentbench.schemas.records import AttemptRecord
-from tests.support.run_dirs import run_dirs
+from tests.support.dockerd import TOOLS, Dockerd, cannot_run_a_container, load_image, new_root
+from tests.support.host_state import HostGuard, HostState, containers, docker
+from tests.support.run_dirs import PytestRun
 from tests.support.tiny_pack import ORACLE_PATCH
 
 SLOW = "sleep 2; grep -qx good value.txt"  # each attempt: two baseline runs and one score run
 
 
-def _docker(*args: str, host: str | None = None, timeout: float = 60) -> str:
-    env = {**os.environ, **({"DOCKER_HOST": host} if host else {})}
-    out = subprocess.run(["docker", *args], env=env, capture_output=True, text=True,
-                         timeout=timeout)
-    if out.returncode:
-        raise RuntimeError(f"docker {' '.join(args)}: {out.stderr.strip()}")
-    return out.stdout
-
-
 @pytest.fixture(scope="module")
 def docker_engine() -> None:
     try:
-        _docker("info", timeout=20)
-        _docker("image", "inspect", DEFAULT_IMAGE, timeout=20)
+        docker("info", timeout=20)
+        docker("image", "inspect", DEFAULT_IMAGE, timeout=20)
     except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail(f"CI=true but Docker or the runner image is missing: {exc}")
@@ -68,27 +57,7 @@ def _git(cwd: Path, *args: str) -> str:
     return out.stdout.strip()
 
 
-@dataclass
-class Run:
-    proc: subprocess.Popen[bytes]
-    out: Path
-    log: Path
-
-    @property
-    def run_dir(self) -> Path:
-        dirs = run_dirs(self.out)
-        assert len(dirs) == 1, dirs
-        return dirs[0]
-
-    def records(self) -> list[dict[str, object]]:
-        path = self.run_dir / "attempts.jsonl"
-        lines = path.read_text("utf-8").splitlines() if path.exists() else []
-        for line in lines:
-            AttemptRecord.model_validate_json(line)  # whole and valid, every line
-        return [json.loads(line) for line in lines]
-
-    def text(self) -> str:
-        return self.log.read_text("utf-8", "replace")
+Run = PytestRun
 
 
 def _start(tmp: Path, *extra: str, env_extra: dict[str, str] | None = None) -> Run:
@@ -155,12 +124,6 @@ def _wait_gone(sid: int, timeout: float) -> None:
         time.sleep(0.5)
 
 
-def _containers(run_id: str, host: str | None = None) -> list[str]:
-    out = _docker("ps", "-aq", "--filter", "label=agentbench=1",
-                  "--filter", f"label=agentbench.run_id={run_id}", host=host)
-    return out.split()
-
-
 def _kill_session(run: Run) -> None:
     """Whatever of the run is left after a failed assertion (its own process group)."""
     with contextlib.suppress(ProcessLookupError):
@@ -178,8 +141,8 @@ def test_sigterm_to_the_xdist_controller_ends_like_ctrl_c(
         _wait("a first record", lambda: bool(run.out.is_dir() and any(run.out.iterdir())
                                              and run.records()), 240, run)
         run_id = run.run_dir.name
-        _wait("containers of running attempts", lambda: bool(_containers(run_id)), 60, run)
-        before = len(_containers(run_id))
+        _wait("containers of running attempts", lambda: bool(containers(run_id)), 60, run)
+        before = len(containers(run_id))
         kept_before = len(run.records())
         sent = time.monotonic()
         run.proc.send_signal(signal.SIGTERM)
@@ -190,7 +153,7 @@ def test_sigterm_to_the_xdist_controller_ends_like_ctrl_c(
     finally:
         _kill_session(run)
     text = run.text()
-    left = _containers(run_id)
+    left = containers(run_id)
     print(f"SIGTERM: {before} containers before, {len(left)} after; records "
           f"{kept_before} before, {len(run.records())} after; exit {code} after {took:.1f}s; "
           f"{len(survivors)} processes of the run alive when the controller was gone")
@@ -210,74 +173,6 @@ def test_sigterm_to_the_xdist_controller_ends_like_ctrl_c(
 # --------------------------------------------------------------------------- daemon loss
 
 
-def _ip_json(*args: str) -> list[dict[str, Any]]:
-    out = subprocess.run(["ip", "-j", *args], capture_output=True, text=True, timeout=20)
-    return json.loads(out.stdout or "[]") if out.returncode == 0 else []
-
-
-def _lines(*cmd: str) -> list[str]:
-    if not shutil.which(cmd[0]):
-        return []
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
-    return out.stdout.splitlines() if out.returncode == 0 else [f"{cmd}: {out.stderr.strip()}"]
-
-
-Link = tuple[int, bool, tuple[tuple[str, str, int], ...]]  # ifindex, up, addresses
-
-
-@dataclass(frozen=True)
-class HostState:
-    """What a second daemon could break for the main one: the host's links (docker0 above all),
-    its iptables rules and forwarding, and the main daemon's identity, networks and runner image.
-    Other tests run alongside (pytest -n 2): their sandboxes with network add veth links and take
-    them away again, so veth links are left out; nothing of theirs removes an iptables rule."""
-
-    links: dict[str, Link]
-    ip_forward: str
-    iptables: frozenset[str]
-    daemon: str
-    networks: tuple[str, ...]
-    image: bool
-
-    @classmethod
-    def now(cls) -> HostState:
-        links: dict[str, Link] = {}
-        for link in _ip_json("addr", "show"):
-            name = str(link["ifname"])
-            if not name.startswith("veth"):
-                addrs = tuple(sorted((str(a["family"]), str(a["local"]), int(a["prefixlen"]))
-                                     for a in link.get("addr_info", [])))
-                links[name] = (int(link["ifindex"]), "UP" in link["flags"], addrs)
-        return cls(
-            links=links,
-            ip_forward=Path("/proc/sys/net/ipv4/ip_forward").read_text().strip(),
-            iptables=frozenset(_lines("iptables", "-S") + _lines("iptables", "-t", "nat", "-S")),
-            daemon=_docker("info", "--format", "{{.ID}}", timeout=20).strip(),
-            networks=tuple(sorted(_docker("network", "ls", "-q", "--no-trunc").split())),
-            image=_docker("images", "-q", DEFAULT_IMAGE).strip() != "",  # rebuilt or not: there
-        )
-
-
-@dataclass
-class HostGuard:
-    """The host and the main daemon, as they were before the second daemon started."""
-
-    before: HostState
-
-    def check(self, run_id: str | None = None) -> None:
-        after = HostState.now()
-        assert after.links.get("docker0") == self.before.links.get("docker0"), (
-            f"docker0 of the main daemon: {self.before.links.get('docker0')} -> "
-            f"{after.links.get('docker0')}")
-        for key in ("links", "ip_forward", "daemon", "networks", "image"):
-            old, new = getattr(self.before, key), getattr(after, key)
-            assert new == old, f"{key} of the host or the main daemon: {old} -> {new}"
-        removed = self.before.iptables - after.iptables
-        assert not removed, f"iptables rules of the main daemon removed: {sorted(removed)}"
-        if run_id is not None:  # the run went to the second daemon, never to the main one
-            assert not _containers(run_id), "the run created containers on the main daemon"
-
-
 @pytest.fixture
 def host_untouched(docker_engine: None) -> Iterator[HostGuard]:
     guard = HostGuard(HostState.now())
@@ -285,188 +180,18 @@ def host_untouched(docker_engine: None) -> Iterator[HostGuard]:
     guard.check()  # after the second daemon, its containerd and their mounts are all gone
 
 
-@dataclass
-class Dockerd:
-    """A second dockerd that shares nothing with the main one.
-
-    Not even the network namespace: dockerd deletes the host's `docker0` when it starts with
-    `--bridge=none` (daemon/daemon_unix.go: `if !conf.DisableBridge {...} else
-    { removeDefaultBridgeInterface() }`, which is `netlink.LinkDel` of the link named docker0 in
-    its own namespace), so in the host namespace it took the main daemon's bridge away, at every
-    start, and `docker build` and sandboxes with network failed on the main daemon until docker0
-    was recreated. The default bridge network of a daemon with default address pools does the
-    same on restart, and the bridge driver writes ip_forward and iptables. Here both processes run
-    in a network namespace of their own (`unshare --net`), where whatever dockerd does to links,
-    routes, sysctls or iptables stays. Its containerd is its own too (a dockerd finding
-    /run/containerd/containerd.sock would use the system one), with containerd namespaces of its
-    own, and its configuration is an empty file, not /etc/docker/daemon.json.
-    """
-
-    root: Path
-    proc: subprocess.Popen[bytes] | None = None
-    containerd: subprocess.Popen[bytes] | None = None
-    netns: int = 0  # inode of the namespace both run in
-
-    @property
-    def name(self) -> str:
-        return self.root.name
-
-    @property
-    def host(self) -> str:
-        return f"unix://{self.root}/docker.sock"
-
-    def _start_containerd(self) -> None:
-        config = self.root / "containerd.toml"
-        config.write_text(
-            f'version = 2\nroot = "{self.root}/containerd/root"\n'
-            f'state = "{self.root}/containerd/state"\n'
-            # not io.containerd.runtime.v1.linux: Debian's containerd 1.6.20 (deb12u3) loads no
-            # tasks service without a v1 runtime, and the engine then starts no container
-            'disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.internal.v1.opt"]\n'
-            f'[grpc]\n  address = "{self.root}/containerd.sock"\n'
-        )
-        with (self.root / "containerd.log").open("ab") as log:
-            self.containerd = subprocess.Popen(
-                ["unshare", "--net", "--", "containerd", f"--config={config}"],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 60
-        while subprocess.run(["ctr", f"--address={self.root}/containerd.sock", "version"],
-                             capture_output=True, timeout=20).returncode:
-            if time.monotonic() > deadline or self.containerd.poll() is not None:
-                raise RuntimeError((self.root / "containerd.log").read_text()[-2000:])
-            time.sleep(0.2)
-        self.netns = os.stat(f"/proc/{self.containerd.pid}/ns/net").st_ino  # unshared by now
-        assert self.netns != os.stat("/proc/self/ns/net").st_ino, "containerd in the host netns"
-
-    def start(self) -> None:
-        if self.containerd is None:
-            self._start_containerd()
-        assert self.containerd is not None
-        (self.root / "daemon.json").write_text("{}\n")
-        args = [
-            "nsenter", f"--net=/proc/{self.containerd.pid}/ns/net", "--",  # exec, no fork
-            "dockerd", f"--config-file={self.root}/daemon.json",
-            f"--data-root={self.root}/data", f"--exec-root={self.root}/exec",
-            f"--pidfile={self.root}/docker.pid", f"-H={self.host}",
-            f"--containerd={self.root}/containerd.sock",
-            f"--containerd-namespace=ab-{self.name}",
-            f"--containerd-plugins-namespace=ab-{self.name}-plugins",
-            "--bridge=none", "--iptables=false", "--ip6tables=false", "--ip-masq=false",
-            "--ip-forward=false", "--userland-proxy=false", f"--cgroup-parent=ab-{self.name}",
-        ]
-        with (self.root / "dockerd.log").open("ab") as log:
-            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                _docker("info", host=self.host, timeout=10)
-                break
-            except (RuntimeError, subprocess.SubprocessError):
-                if time.monotonic() > deadline or self.proc.poll() is not None:
-                    raise RuntimeError((self.root / "dockerd.log").read_text()[-2000:]) from None
-                time.sleep(0.5)
-        assert os.stat(f"/proc/{self.proc.pid}/ns/net").st_ino == self.netns
-
-    def stop(self) -> None:
-        _end(self.proc, 60)
-        self.proc = None
-
-    def _cgroups(self) -> list[Path]:
-        """The cgroups of its containers (--cgroup-parent), deepest first, v1 and v2."""
-        tops = [p for p in Path("/sys/fs/cgroup").glob(f"*/ab-{self.name}") if p.is_dir()]
-        tops += [p for p in [Path(f"/sys/fs/cgroup/ab-{self.name}")] if p.is_dir()]
-        found = [d for top in tops for d in [top, *top.rglob("*")] if d.is_dir()]
-        return sorted(found, key=lambda d: len(d.parts), reverse=True)
-
-    def close(self) -> None:
-        """Stop both daemons and remove every trace: processes, cgroups, mounts, files."""
-        self.stop()
-        _end(self.containerd, 30)
-        self.containerd = None
-        cgroups = self._cgroups()
-        for group in cgroups:  # processes of containers the daemon could not stop
-            for pid in _pids(group / "cgroup.procs"):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-        if self.netns and self.netns != os.stat("/proc/self/ns/net").st_ino:
-            for pid in _in_netns(self.netns):  # shims left by a killed containerd
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 30
-        for group in cgroups:
-            while group.exists():
-                try:
-                    group.rmdir()
-                except OSError:
-                    if time.monotonic() > deadline:
-                        break
-                    time.sleep(0.2)
-        tasks = self.root / "containerd" / "state" / "io.containerd.runtime.v2.task"
-        for task in tasks.glob("*/*"):  # shim sockets are in /run/containerd/s, named by hash
-            key = os.path.join(f"{self.root}/containerd.sock", task.parent.name, task.name)
-            with contextlib.suppress(OSError):
-                Path("/run/containerd/s", hashlib.sha256(key.encode()).hexdigest()).unlink()
-        for target in _mounts_under(self.root):
-            if subprocess.run(["umount", target], capture_output=True).returncode:
-                subprocess.run(["umount", "-l", target], capture_output=True)
-        shutil.rmtree(self.root, ignore_errors=True)
-
-
-def _end(proc: subprocess.Popen[bytes] | None, timeout: float) -> None:
-    if proc is not None and proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _pids(path: Path) -> list[int]:
-    try:
-        return [int(line) for line in path.read_text().split()]
-    except OSError:
-        return []
-
-
-def _in_netns(inode: int) -> list[int]:
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                if os.stat(entry / "ns" / "net").st_ino == inode:
-                    pids.append(int(entry.name))
-    return pids
-
-
-def _mounts_under(root: Path) -> list[str]:
-    """Mount points at or under root, deepest first (the data root is bind-mounted shared)."""
-    targets = []
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        target = line.split()[4].encode().decode("unicode_escape")  # octal escapes: \040
-        if target == str(root) or target.startswith(f"{root}/"):
-            targets.append(target)
-    return sorted(targets, key=lambda t: t.count("/"), reverse=True)
-
-
 @pytest.fixture
 def second_dockerd(host_untouched: HostGuard) -> Iterator[Dockerd]:
-    if os.geteuid() != 0 or not all(shutil.which(b) for b in
-                                    ("dockerd", "containerd", "ctr", "unshare", "nsenter")):
-        pytest.skip("a second Docker daemon needs root, dockerd, containerd, unshare, nsenter")
+    """A second dockerd (tests/support/dockerd.py) with the runner image. It sees the host's
+    directories (hide_host_dirs=False): the run binds its workspaces from the host."""
+    if os.geteuid() != 0 or not all(shutil.which(b) for b in TOOLS):
+        pytest.skip(f"a second Docker daemon needs root and {', '.join(TOOLS)}")
     for tries_left in (1, 0):
-        # short: unix socket paths are limited
-        root = Path(f"/tmp/ab-dockerd-{os.getpid()}-{secrets.token_hex(3)}")
-        root.mkdir(mode=0o700)
-        daemon = Dockerd(root)
+        daemon = Dockerd(new_root(), hide_host_dirs=False)
         try:
             daemon.start()
-            saved = subprocess.Popen(["docker", "save", DEFAULT_IMAGE], stdout=subprocess.PIPE)
-            subprocess.run(["docker", "-H", daemon.host, "load", "-q"], stdin=saved.stdout,
-                           check=True, capture_output=True, timeout=600)
-            assert saved.wait(timeout=60) == 0
-            failure = _cannot_run_a_container(daemon)
+            load_image(daemon)
+            failure = cannot_run_a_container(daemon)
             if failure is None:
                 yield daemon
                 return
@@ -478,17 +203,7 @@ def second_dockerd(host_untouched: HostGuard) -> Iterator[Dockerd]:
             raise RuntimeError(f"the test's second dockerd cannot run a container: {failure}")
 
 
-def _cannot_run_a_container(daemon: Dockerd) -> str | None:
-    """Why the engine cannot start a container, or None when it can: a test of the harness
-    against this engine must not start on an engine that fails on its own."""
-    try:
-        _docker("run", "--rm", "--network=none", "--entrypoint=/bin/true", DEFAULT_IMAGE,
-                host=daemon.host, timeout=120)
-    except (RuntimeError, subprocess.SubprocessError) as exc:
-        return str(exc)
-    return None
-
-
+@pytest.mark.xdist_group("second_engine")  # one second daemon at a time (tests/support/engines.py)
 def test_engine_lost_mid_run_still_writes_the_reports(
     tmp_path: Path, second_dockerd: Dockerd, host_untouched: HostGuard
 ) -> None:
@@ -499,8 +214,8 @@ def test_engine_lost_mid_run_still_writes_the_reports(
         _wait("a first record", lambda: bool(run.out.is_dir() and any(run.out.iterdir())
                                              and run.records()), 240, run)
         run_id = run.run_dir.name
-        _wait("containers of running attempts", lambda: bool(_containers(run_id, host)), 60, run)
-        before, kept_before = len(_containers(run_id, host)), len(run.records())
+        _wait("containers of running attempts", lambda: bool(containers(run_id, host)), 60, run)
+        before, kept_before = len(containers(run_id, host)), len(run.records())
         second_dockerd.stop()  # the engine goes away mid-run
         code = run.proc.wait(timeout=600)
     finally:
@@ -508,7 +223,7 @@ def test_engine_lost_mid_run_still_writes_the_reports(
     text = run.text()
     records = run.records()
     second_dockerd.start()  # back, to count what the run could not remove
-    left = _containers(run_id, host)
+    left = containers(run_id, host)
     host_untouched.check(run_id)  # two starts of the second daemon: docker0 and the rest intact
     print(f"engine lost: {before} containers before, {len(left)} left after; records "
           f"{kept_before} before, {len(records)} after (of 6); exit {code}")

@@ -6,6 +6,7 @@ limits, users, mounts); the local sandbox isolates nothing by design, so they ru
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -21,6 +22,7 @@ import pytest
 
 from pytest_agentbench.paths.files import PathEscape
 from pytest_agentbench.sandbox.port import Sandbox, SandboxError, SandboxFactory
+from tests.contract.conftest import DOCKER_KINDS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -30,7 +32,8 @@ def isolation_only(reason: str) -> Callable[[F], F]:
 
     def mark(fn: F) -> F:
         fn.__doc__ = f"{fn.__doc__ or fn.__name__} [docker only: {reason}]"
-        return pytest.mark.parametrize("sandbox_factory", ["docker"], indirect=True)(fn)  # type: ignore[no-any-return]
+        return pytest.mark.parametrize(  # type: ignore[no-any-return]
+            "sandbox_factory", DOCKER_KINDS, indirect=True)(fn)
 
     return mark
 
@@ -273,7 +276,13 @@ def test_ca_bundle_read_only_and_pip_cache(make_sandbox: Callable[..., Sandbox],
     assert sandbox.exec('cat "$PIP_CERT"', timeout_sec=30).stdout.endswith("fake\n")
     assert sandbox.exec('echo x >> "$SSL_CERT_FILE"', timeout_sec=30).exit_code != 0
     assert sandbox.exec("touch ~/.cache/pip/probe", timeout_sec=30).exit_code == 0
-    assert (tmp_path / "pip" / "probe").exists()
+    if sandbox.facts().get("transfer") == "archive":  # the cache stays on the engine
+        assert not (tmp_path / "pip" / "probe").exists()
+    else:
+        assert (tmp_path / "pip" / "probe").exists()
+    again = make_sandbox(pip_cache=tmp_path / "pip")  # the next sandbox of the task finds it
+    assert again.exec("test -f ~/.cache/pip/probe", timeout_sec=30).exit_code == 0
+    assert again.exec("rm ~/.cache/pip/probe", timeout_sec=30).exit_code == 0
 
 
 @isolation_only("labels and container policy exist only for docker")
@@ -333,11 +342,14 @@ import sys, time
 from pathlib import Path
 from pytest_agentbench.sandbox.port import SandboxSpec
 from pytest_agentbench.sandbox.docker import DockerSandboxFactory
+from pytest_agentbench.sandbox.engines import connect, parse_engine
 from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
 ws = Path(sys.argv[1]); ws.mkdir()
 spec = SandboxSpec(image=DEFAULT_IMAGE, workspace=ws, env_dir=ws.parent / "env",
                    labels={"agentbench.interrupt_probe": sys.argv[2]})
-sandbox = DockerSandboxFactory().open(spec)
+engine, transfer = sys.argv[3], sys.argv[4]
+client = connect(parse_engine(engine)) if engine != "default" else None
+sandbox = DockerSandboxFactory(client, transfer=transfer).open(spec)
 print(sandbox.container_id, flush=True)
 time.sleep(120)
 """
@@ -348,8 +360,11 @@ time.sleep(120)
 def test_interrupt_leaves_no_container(sandbox_factory: Any, tmp_path: Path,
                                        signum: signal.Signals) -> None:
     probe = uuid.uuid4().hex
-    proc = subprocess.Popen([sys.executable, "-c", OPEN_AND_WAIT, str(tmp_path / "ws"), probe],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    engine = getattr(sandbox_factory, "test_spec", "default")  # the remote one: its context
+    env = {**os.environ, **getattr(sandbox_factory, "test_env", {})}
+    proc = subprocess.Popen([sys.executable, "-c", OPEN_AND_WAIT, str(tmp_path / "ws"), probe,
+                             engine, sandbox_factory.transfer],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert proc.stdout is not None
         container_id = proc.stdout.readline().strip()
@@ -361,3 +376,4 @@ def test_interrupt_leaves_no_container(sandbox_factory: Any, tmp_path: Path,
         proc.kill()
         proc.wait()
     assert sandbox_factory.sweep({"agentbench.interrupt_probe": probe}) == 0
+    assert sandbox_factory.remove_volumes({"agentbench.interrupt_probe": probe}) == 0

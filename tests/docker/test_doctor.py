@@ -33,8 +33,10 @@ def test_doctor_passes_here() -> None:
     checks = [line.split(":")[0] for line in lines]
     assert all(line.startswith("PASS ") for line in lines), lines
     for check in ("PASS docker daemon", "PASS runner image", "PASS sandbox",
-                  "PASS network isolation", "PASS leftover containers"):
+                  "PASS network isolation", "PASS leftover containers", "PASS engine default"):
         assert check in checks
+    engine = next(line for line in lines if line.startswith("PASS engine default:"))
+    assert ", transfer bind (probe " in engine and engine.endswith(", isolation ok"), engine
     assert any(c.startswith("PASS disk space") for c in checks)
 
 

@@ -198,7 +198,9 @@ def test_the_view_of_a_killed_process_is_unmounted(tmp_path: Path, docker_sandbo
         proc.kill()
         proc.wait()
     assert os.path.ismount(view)
-    assert docker_sandboxes.release_stale_mounts() >= 2  # the view, then its filesystem
+    # the view, then its filesystem; how many this call releases is not asserted: another
+    # xdist worker's release_stale may take one first (CI), the mounts' state below is
+    docker_sandboxes.release_stale_mounts()
     assert not os.path.ismount(view)
     assert not [p for p in view.parent.iterdir() if os.path.ismount(p)]
     shutil.rmtree(view.parent)

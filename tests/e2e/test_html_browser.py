@@ -54,9 +54,27 @@ def _run(tmp_path: Path) -> Path:
                                "BASELINE_NOT_FAILING", steps=0, duration=1.0))
     run = write_run(tmp_path / "run", records, variant="llm_v0", run_id="run-html")
     write_artifacts(run, records[1], steps=3)  # task-001: a failed attempt with everything
-    with (run / "tasks" / "task-001" / "agent" / "conversation.jsonl").open("a") as fh:
+    agent = run / "tasks" / "task-001" / "agent"
+    with (agent / "conversation.jsonl").open("a") as fh:
         fh.write(json.dumps({"role": "tool", "content": "<img src=x onerror=window.__xss=3>"})
                  + "\n")
+    (agent / "context_manifest.json").write_text(json.dumps({
+        "version": 1, "agent": "context_packer", "budget_tokens": 6000, "chars_per_token": 4,
+        "packs": [{"step": 1, "used_tokens": 5120, "items": [
+            {"path": "pkg/stats.py", "start_line": 1, "end_line": 40, "included": True,
+             "reason": "traceback frame (line 12)", "tokens": 300},
+            {"path": "<img src=x onerror=window.__xss=4>", "start_line": None,
+             "end_line": None, "included": False, "reason": "over budget", "tokens": 9000}]}]}))
+    (agent / "delegation.json").write_text(json.dumps({"version": 1, "agent": "subagents",
+        "nodes": [{"id": "s1", "parent": None, "role": "router", "step": 1, "calls": 1,
+                   "prompt_tokens": 900, "completion_tokens": 40, "status": "ok",
+                   "summary": "delegate to searcher"},
+                  {"id": "s2", "parent": "s1", "role": "searcher", "step": 1, "calls": 2,
+                   "prompt_tokens": 1200, "completion_tokens": 300, "status": "ok",
+                   "summary": "<img src=x onerror=window.__xss=5>"}]}))
+    bad = run / "tasks" / "task-002" / "agent"
+    bad.mkdir(parents=True)
+    (bad / "delegation.json").write_text("{broken")
     return run
 
 
@@ -102,6 +120,24 @@ def test_html_report_renders_and_drill_down_opens(tmp_path: Path) -> None:
             convo.locator("summary").first.click()
             convo.locator("summary", has_text="tool").click()
             expect(convo.locator("pre", has_text="onerror")).to_be_visible()
+
+            ctx = drill.locator("details", has_text="Context manifest (1)")
+            ctx.locator("summary").first.click()
+            expect(ctx.locator("td", has_text="traceback frame (line 12)")).to_be_visible()
+            expect(ctx.locator("tr.excluded td", has_text="onerror")).to_be_visible()
+            expect(ctx.locator("p.pack", has_text="used 5120 of 6000")).to_be_visible()
+            graph = drill.locator("details", has_text="Delegation (2)")
+            graph.locator("summary").first.click()
+            child = graph.locator("li.dnode li.dnode")  # the searcher, under the router
+            expect(child.locator("span.role")).to_have_text("searcher")
+            expect(graph.locator("td", has_text="searcher")).to_be_visible()  # per-role table
+            assert graph.locator("li.dnode").count() == 2
+            assert graph.locator("ul.dgraph:empty").count() == 0  # no list without children
+            broken = page.locator('tr.task:has-text("task-002")')
+            broken.locator("button.open").click()
+            broken_drill = broken.locator("xpath=following-sibling::tr[1]")
+            broken_drill.locator("summary", has_text="Delegation (unreadable)").click()
+            expect(broken_drill.locator("p.note", has_text="not readable JSON")).to_be_visible()
 
             no_art = page.locator('tr.task:has-text("task-000")')
             no_art.locator("button.open").click()

@@ -84,4 +84,7 @@ def open_labelled(factory: SandboxFactory, spec: SandboxSpec) -> Iterator[MakeSa
     yield make
     for sandbox in opened:
         sandbox.close()
+    remove_volumes = getattr(factory, "remove_volumes", None)
+    volumes = remove_volumes({TEST_LABEL: test_id}) if remove_volumes else 0
     assert factory.sweep({TEST_LABEL: test_id}) == 0, "close() left a sandbox behind"
+    assert volumes == 0, f"close() left {volumes} volume(s) behind"

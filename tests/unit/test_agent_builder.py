@@ -89,7 +89,10 @@ def test_a_typo_names_the_closest_agent_or_bundled_variant() -> None:
     with pytest.raises(VariantError) as typo:
         agent_builder(Variant("orcale", "orcale"))
     assert "unknown agent 'orcale' (did you mean 'oracle'?)" in str(typo.value)
-    assert "bundled variants: baseline, local" in str(typo.value)
+    from pytest_agentbench.agents.variants import bundled_variants
+
+    assert {"baseline", "local", "context_packer", "subagents"} <= set(bundled_variants())
+    assert f"bundled variants: {', '.join(bundled_variants())};" in str(typo.value)
     with pytest.raises(VariantError, match=r"\(did you mean 'baseline'\?\)"):
         agent_builder(Variant("basline", "basline"))
 
@@ -138,3 +141,22 @@ def test_a_factory_that_names_the_run_dependencies_gets_them_and_no_other_does()
     agent_builder(Variant("v", "kwargs", params={"depth": 2}), extra_factories=hooks,
                   llm_cli={"model": "m"}, redactor=redactor)()
     assert seen["kwargs"] == {"depth": 2}
+
+
+@pytest.mark.parametrize(("agent", "params", "field"), [
+    ("context_packer", {"context_budget_tokens": -5}, "context_budget_tokens"),
+    ("subagents", {"budget_shares": {"router": "lots"}}, "budget_shares"),
+    ("subagents", {"prompts": {"router": "no_such_prompt"}}, "no_such_prompt"),
+])
+def test_a_variants_own_bad_param_stops_the_run_before_it_starts(
+    monkeypatch: pytest.MonkeyPatch, agent: str, params: dict, field: str,
+) -> None:
+    """context_packer's and subagents' own params are checked when the run starts, in one line
+    naming the field, not in every attempt."""
+    monkeypatch.setenv("AGENTBENCH_API_KEY", "sk-test")
+    variant = Variant("v", agent, params=params,
+                      model={"base_url": "http://127.0.0.1:9/v1", "name": "m"})
+    with pytest.raises(VariantError, match=field) as bad:
+        agent_builder(variant)
+    assert "\n" not in str(bad.value) and str(bad.value).startswith("variant v: ")
+    agent_builder(Variant("v", agent, model=variant.model))  # the defaults are fine

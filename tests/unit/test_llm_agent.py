@@ -325,7 +325,9 @@ def test_changing_test_output_is_not_stuck(tmp_path: Path) -> None:
 
     steps: list[Step] = [tool_reply("run", {"command": "python -m pytest -x"})] * 6
     with FakeOpenAIServer([*steps, *SOLVE[3:]]) as srv:
-        agent, ctx = make_agent_and_ctx(tmp_path, srv.base_url, stuck_after=2)
+        # the grade never passes: finish is taken at its word here (verification has its own tests)
+        agent, ctx = make_agent_and_ctx(tmp_path, srv.base_url, stuck_after=2,
+                                        verify_finish=False)
         ctx.toolbox.grade = grade  # type: ignore[attr-defined]
         outcome = agent.run(ctx)
     assert outcome.finished_by == "finish"
@@ -471,8 +473,8 @@ def test_harness_overhead_per_step(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(OpenAICompatClient, "chat", timed_chat)
     steps: list[Step] = [tool_reply("read_file", {"path": "mathx.py"})] * 19
     steps.append(tool_reply("finish", {"summary": "done"}))
-    with FakeOpenAIServer(steps) as srv:
-        agent, ctx = make_agent_and_ctx(tmp_path, srv.base_url)
+    with FakeOpenAIServer(steps) as srv:  # nothing is fixed: finish unverified, as before
+        agent, ctx = make_agent_and_ctx(tmp_path, srv.base_url, verify_finish=False)
         run = _Run(ctx, agent.config, None, None)
         started = time.perf_counter()
         outcome = run.loop()

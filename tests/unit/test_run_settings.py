@@ -103,3 +103,33 @@ def test_only_a_run_directory_no_attempt_wrote_in_is_discarded(tmp_path: Path) -
     resumed = made("run.json", "report.html")
     resumed.resumed = True
     assert not discard_empty_run(resumed) and resumed.path.is_dir()
+
+
+def test_engines_from_the_option_the_ini_or_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTBENCH_ENGINES", "default; ssh://ci@box,slots=2")
+    assert settings(tmp_path).engines == ("default", "ssh://ci@box,slots=2")
+    assert settings(tmp_path, ini={"engines": ["ctx1"]}).engines == ("ctx1",)
+    assert settings(tmp_path, {"engine": ["tcp://h:2376", "ctx2,slots=1"]},
+                    ini={"engines": ["ctx1"]}).engines == (
+        "tcp://h:2376", "ctx2,slots=1")
+    monkeypatch.delenv("AGENTBENCH_ENGINES")
+    assert settings(tmp_path).engines == () and settings(tmp_path).retry_infra == 0
+    assert settings(tmp_path, {"retry_infra": 2}).retry_infra == 2
+    assert settings(tmp_path, ini={"retry_infra": "1"}).retry_infra == 1
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"options": {"engine": ["ctx,slots=0"]}}, "--agentbench-engine"),
+    ({"options": {"engine": ["a", "a"]}}, "--agentbench-engine"),
+    ({"ini": {"engines": ["http://x"]}}, "agentbench_engines (ini)"),
+    ({"options": {"retry_infra": -1}}, "--agentbench-retry-infra"),
+    ({"ini": {"retry_infra": "two"}}, "agentbench_retry_infra (ini)"),
+])
+def test_bad_engines_and_retries_are_one_line(tmp_path: Path, kwargs: dict[str, Any],
+                                              words: str) -> None:
+    with pytest.raises(ValueError, match="^" + words.replace("(", r"\(").replace(")", r"\)")) \
+            as info:
+        settings(tmp_path, **kwargs)
+    assert "\n" not in str(info.value)
