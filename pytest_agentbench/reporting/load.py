@@ -40,7 +40,7 @@ from pytest_agentbench.reporting.names import EVENTS_FILE as EVENTS_FILE
 from pytest_agentbench.reporting.names import RUN_FILE as RUN_FILE
 from pytest_agentbench.reporting.names import Fields as Fields
 from pytest_agentbench.reporting.names import ReportError as ReportError
-from pytest_agentbench.schemas.taxonomy import BLAME, Reason
+from pytest_agentbench.schemas.taxonomy import BLAME, FLAKY_REASONS
 
 CATEGORIES = ("scored", "infra", "invalid", "flaky", "quarantined")
 
@@ -345,7 +345,7 @@ def _derive(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     blame = reasons.map(known)
     frame["blame"] = blame.astype(object).where(blame.notna(), None)
     quarantined = frame["quarantined"].notna()
-    flaky = frame["is_flaky"] | (reasons == Reason.BASELINE_FLAKY.value)
+    flaky = frame["is_flaky"] | reasons.isin([r.value for r in FLAKY_REASONS])
     invalid = blame == "task"
     frame["task_invalid"] = invalid | flaky
     frame["infra"] = blame == "infra"

@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_agentbench.schemas.taxonomy import Reason, blame
+from pytest_agentbench.schemas.taxonomy import FLAKY_REASONS, blame
 
 INFRA_ERROR = 10  # beyond pytest's own codes (0-6; 6 is --max-warnings since pytest 9)
 
@@ -32,7 +32,7 @@ def category(record: dict[str, Any]) -> str:
     baseline = record.get("baseline_validation") or {}
     if record.get("quarantined"):
         return "quarantined"
-    if baseline.get("is_flaky") or reason == Reason.BASELINE_FLAKY.value:
+    if baseline.get("is_flaky") or reason in FLAKY_REASONS:
         return "flaky"
     who = blame(reason)
     if who == "task":

@@ -19,6 +19,7 @@ class Reason(StrEnum):
     SETUP_DIRTY_WORKTREE = "SETUP_DIRTY_WORKTREE"
     BASELINE_NOT_FAILING = "BASELINE_NOT_FAILING"
     BASELINE_FLAKY = "BASELINE_FLAKY"
+    VERIFIER_FLAKY = "VERIFIER_FLAKY"  # the passing command disagreed with itself on one state
     SANDBOX_ERROR = "SANDBOX_ERROR"
     LLM_ERROR = "LLM_ERROR"
     TESTS_FAILED = "TESTS_FAILED"
@@ -36,6 +37,7 @@ BLAME: dict[Reason, Blame] = {
     Reason.SETUP_DIRTY_WORKTREE: "task",
     Reason.BASELINE_NOT_FAILING: "task",
     Reason.BASELINE_FLAKY: "task",
+    Reason.VERIFIER_FLAKY: "task",
     Reason.SANDBOX_ERROR: "infra",
     Reason.LLM_ERROR: "infra",
     Reason.TESTS_FAILED: "agent",
@@ -48,6 +50,10 @@ BLAME: dict[Reason, Blame] = {
 }
 
 TASK_BLAMED = frozenset(r for r, b in BLAME.items() if b == "task")
+# The task's own commands disagree with themselves: the baseline's failing command (run twice
+# before the agent) or the passing command (re-run on the final state, --agentbench-regrade).
+# Counted as "flaky" with the task's problems, never against the agent.
+FLAKY_REASONS = frozenset({Reason.BASELINE_FLAKY, Reason.VERIFIER_FLAKY})
 
 # Sub-reasons the built-in LLM agents (llm_v0 and the variants built on it) put under a primary
 # reason; `record.result.sub_reason` says which limit or check ended the attempt.
