@@ -33,7 +33,7 @@ COMPARE_COLUMNS = [
     "passed", "pass_rate", "ci_low", "ci_high", "diff_vs_baseline", "cost_usd",
     "cost_per_attempt_usd", "tokens_per_attempt", "steps_per_attempt", "wall_sec_per_attempt",
     "paired", "pairs", "a_only", "b_only", "mcnemar_pvalue", "bootstrap_ci_low",
-    "bootstrap_ci_high", "pairing_note",
+    "bootstrap_ci_high", "pairing_note", "cost_per_pass_usd", "frontier",
 ]
 
 
@@ -83,6 +83,7 @@ def compare_runs(
         paired.append(_paired(runs[baseline], run, method, missing, allowed, seed, resamples,
                               alpha, infra_as_failure))
     table = _add_paired(table, names, paired)
+    table = _add_frontier(table)
     overall = table[table["scope_type"] == "overall"].set_index("run")
     rows = []
     for i, (run, name) in enumerate(zip(runs, names, strict=True)):
@@ -98,6 +99,8 @@ def compare_runs(
             "tokens_per_attempt": _num(o["tokens_per_attempt"]),
             "steps_per_attempt": _num(o["steps_per_attempt"]),
             "wall_sec_per_attempt": _num(o["wall_sec_per_attempt"]),
+            "cost_per_pass_usd": _num(o["cost_per_pass_usd"]),
+            "frontier": bool(o["frontier"]),
             "paired": paired[i], "warnings": list(run.warnings),
         })
     data = {
@@ -109,6 +112,7 @@ def compare_runs(
             "interval": "wilson", "confidence": 0.95, "unit": "attempt",
             "per_attempt": "means over scored attempts; cost_usd is their total",
             "paired": "each run against the baseline, as `report paired` (A = baseline)",
+            "frontier": FRONTIER_RULE,
         },
         "runs": rows,
     }
@@ -214,6 +218,42 @@ def _add_paired(table: pd.DataFrame, names: list[str],
             _nan(p["bootstrap"]["ci_high"])]
     for column in ("pairs", "a_only", "b_only"):
         table[column] = table[column].astype("Int64")
+    return table
+
+
+FRONTIER_RULE = ("runs no other run beats on both pass rate (higher) and cost per scored "
+                 "attempt (lower), ties kept; a run without a known cost is not on it")
+
+
+def pareto_frontier(cost: Sequence[float], rate: Sequence[float]) -> list[bool]:
+    """Per point, whether no other point has cost <= and rate >= with one of them strict
+    (lower cost and higher pass rate are better). A point with a missing (NaN) cost or rate is
+    never on the frontier and dominates none."""
+    c = np.asarray(cost, dtype=float)
+    r = np.asarray(rate, dtype=float)
+    ok = ~(np.isnan(c) | np.isnan(r))
+    out = []
+    for i in range(len(c)):
+        if not ok[i]:
+            out.append(False)
+            continue
+        better = ok & (c <= c[i]) & (r >= r[i]) & ((c < c[i]) | (r > r[i]))
+        out.append(not bool(better.any()))
+    return out
+
+
+def _add_frontier(table: pd.DataFrame) -> pd.DataFrame:
+    """`cost_per_pass_usd` on every row (cost of the scored attempts / passes) and `frontier`
+    on the overall rows: the runs on the cost vs pass-rate Pareto frontier."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_pass = np.where(table["passed"] > 0,
+                            table["cost_usd"].to_numpy(dtype=float) / table["passed"], np.nan)
+    table = table.assign(cost_per_pass_usd=per_pass, frontier=False)
+    overall = (table["scope_type"] == "overall").to_numpy()
+    rows = table[overall]
+    table.loc[overall, "frontier"] = pareto_frontier(
+        rows["cost_per_attempt_usd"].to_numpy(dtype=float), rows["pass_rate"].to_numpy(dtype=float))
+    table["frontier"] = table["frontier"].astype(bool)
     return table
 
 

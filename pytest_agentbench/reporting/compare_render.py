@@ -51,10 +51,14 @@ def compare_markdown(report: CompareReport) -> str:
                      num(r["cost_per_attempt_usd"], 4), num(r["tokens_per_attempt"], 0),
                      num(r["steps_per_attempt"], 1), num(r["wall_sec_per_attempt"], 1),
                      *_paired_cells(r["paired"])])
+    on = [r["run"] for r in runs if r["frontier"]]
     out += ["## Overall", "", table(
         ["run", "run id", "scored", "pass rate", "95% CI", "Δ vs baseline", "cost USD",
          "cost/attempt", "tokens/attempt", "steps/attempt", "wall s/attempt", "McNemar p",
-         "bootstrap CI", "pairing"], rows, None), ""]
+         "bootstrap CI", "pairing"], rows, None), "",
+            "Cost frontier (pass rate vs cost per scored attempt; no other run is both cheaper "
+            "and better): " + (", ".join(cell(n) for n in on) if on else "none (no run has a "
+                               "known cost)") + ".", ""]
     t = report.table
     suites = t[t["scope_type"] == "suite"]
     if len(suites):
