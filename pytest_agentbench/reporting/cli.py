@@ -1,10 +1,13 @@
-"""`agentbench report summary|html|paired|compare` and `agentbench gate`, as argparse sub-commands.
+"""`agentbench report summary|html|paired|compare`, `agentbench gate` and `agentbench plan`.
 
 The console script calls `add_report_commands(subparsers)`; every parser it adds sets
 `func(args) -> int`, the process exit code:
 - report summary / html / paired / compare: 0, or 2 on bad input (no such run, malformed records, a
   refused pairing);
-- gate: 0 no regression, 1 regression, 2 bad input, a refused pairing or nothing left to pair;
+- gate: 0 no regression, 1 regression, 2 bad input, a refused pairing or nothing left to pair,
+  3 inconclusive (no regression, but the data's minimum detectable effect exceeds the allowed
+  drop; 0 with --inconclusive-ok; see gate.py);
+- plan: 0, or 2 on bad input;
 - argparse usage errors exit 2 as well.
 A run is named by a directory path, a run name (a directory of the output root) or `latest`
 (see runs.py); `--out DIR` is the output root, `--output FILE` where the report is written.
@@ -21,7 +24,7 @@ from typing import Any
 
 from pytest_agentbench.reporting.names import Fields, ReportError
 
-EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 
 
 _RUN_HELP = "a run directory, a run name in the output root, or `latest`"
@@ -83,9 +86,40 @@ def add_report_commands(subparsers: Any) -> None:
     gate.add_argument("--margin", type=float, default=None,
                       help="non-inferiority margin: regression if the one-sided (1 - alpha) "
                            "bootstrap upper bound of A - B exceeds it")
+    gate.add_argument("--inconclusive-ok", action="store_true",
+                      help="exit 0 instead of 3 when the data cannot tell a regression of the "
+                           "allowed size from none (too few tasks or attempts)")
     _add_pairing(gate)
     _add_format(gate, ("md", "csv", "json"))
     gate.set_defaults(func=_run_gate)
+    _add_plan(subparsers)
+
+
+def _add_plan(subparsers: Any) -> None:
+    plan = subparsers.add_parser(
+        "plan", help="tasks x attempts needed to detect a difference, from a pilot run or two",
+        description="Sample size for a paired comparison (two-sided McNemar, Connor 1987): "
+                    "from two pilot runs their observed discordance; from one, B is assumed to "
+                    "be A shifted by --effect.")
+    plan.add_argument("pilots", nargs="+", metavar="PILOT",
+                      help=f"one or two pilot runs (A [B]): {_RUN_HELP}")
+    plan.add_argument("--effect", type=float, default=0.05,
+                      help="difference in pass rate to detect (default 0.05 = 5 points)")
+    plan.add_argument("--alpha", type=float, default=0.05, help="two-sided level (default 0.05)")
+    plan.add_argument("--power", type=float, default=0.8, help="power (default 0.8)")
+    plan.add_argument("--attempts", type=int, default=1, metavar="K",
+                      help="attempts per task in the planned runs (default 1)")
+    plan.add_argument("--icc", type=float, default=None,
+                      help="intraclass correlation within a task (default: from the pilot)")
+    plan.add_argument("--missing", choices=("skip", "fail"), default="fail",
+                      help="two pilots: drop (skip) or refuse (fail) unpaired tasks")
+    plan.add_argument("--allow-mismatch", action="append", default=[], metavar="FIELD",
+                      choices=("task_commit", "image", "limits", "harness_version"),
+                      help="two pilots: accept a difference in this pairing field")
+    plan.add_argument("--infra-as-failure", action="store_true",
+                      help="count infra errors as failures instead of dropping them")
+    _add_format(plan, ("md", "json"))
+    plan.set_defaults(func=_run_plan)
 
 
 def _add_out(parser: argparse.ArgumentParser) -> None:
@@ -240,13 +274,32 @@ def _run_gate(args: argparse.Namespace) -> int:
         result = gate(run_a, run_b, max_drop=args.max_drop, margin=args.margin,
                       alpha=args.alpha, missing=args.missing,
                       allow_mismatch=args.allow_mismatch, seed=args.seed,
-                      resamples=args.resamples, infra_as_failure=args.infra_as_failure)
+                      resamples=args.resamples, infra_as_failure=args.infra_as_failure,
+                      inconclusive_ok=args.inconclusive_ok)
     except ReportError as exc:
         return _fail(exc)
     _emit(render_gate(result, args.format), args.output)
     if args.format != "md":  # the verdict always reaches a human in CI logs
         print(result.data["verdict"], file=sys.stderr)
     return result.exit_code
+
+
+def _run_plan(args: argparse.Namespace) -> int:
+    from pytest_agentbench.reporting.load import load_runs
+    from pytest_agentbench.reporting.plan import plan, render_plan
+
+    try:
+        if len(args.pilots) > 2:
+            raise ReportError(f"plan takes one or two pilot runs, got {len(args.pilots)}")
+        runs = load_runs([_run_dir(spec, args) for spec in args.pilots])
+        data = plan(runs[0], runs[1] if len(runs) > 1 else None, effect=args.effect,
+                    alpha=args.alpha, power_=args.power, attempts=args.attempts, icc=args.icc,
+                    missing=args.missing, allow_mismatch=args.allow_mismatch,
+                    infra_as_failure=args.infra_as_failure)
+    except ReportError as exc:
+        return _fail(exc)
+    _emit(render_plan(data, args.format), args.output)
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:

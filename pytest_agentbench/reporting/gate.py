@@ -5,6 +5,17 @@ Two modes, on the paired sample of `paired.compare` (same pairing invariants and
 - non-inferiority: regression if the upper bound of the one-sided (1 - alpha) paired bootstrap
   interval of A - B exceeds `margin` (the candidate is not shown to be within the margin).
 When both are given, either failing is a regression. With neither, max-drop 0.05 applies.
+
+Three verdicts, each with its exit code (the report commands use 2 for bad input, so 3 is free):
+- REGRESSION (exit 1): a check above fails;
+- INCONCLUSIVE (exit 3; 0 with `inconclusive_ok`): no check fails, but the data cannot tell a
+  regression of the configured size from none. Exact rule: with MDE the minimum detectable
+  effect of the paired sample (paired data["power"]["mde"]: two-sided McNemar at the gate's
+  alpha, power 0.8, the pairs' discordance and their design effect by task; power.py), the gate
+  is inconclusive when MDE is None (too few pairs for any effect) or MDE > threshold for any
+  configured check (max_drop, margin) — a drop of that size would be missed more than 20% of
+  the time;
+- OK (exit 0): no check fails and every configured threshold is at least the MDE.
 """
 
 from __future__ import annotations
@@ -17,8 +28,9 @@ import pytest_agentbench.reporting.stats as stats
 from pytest_agentbench.reporting.load import ReportError, Run
 from pytest_agentbench.reporting.paired import Missing, PairedReport, compare
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 1  # issue 14 added keys only: outcome, inconclusive, inconclusive_ok, mde
 DEFAULT_MAX_DROP = 0.05
+EXIT_OK, EXIT_REGRESSION, EXIT_INCONCLUSIVE = 0, 1, 3
 
 
 @dataclass
@@ -26,10 +38,21 @@ class GateResult:
     regression: bool
     data: dict[str, Any]
     paired: PairedReport
+    inconclusive: bool = False
+    inconclusive_ok: bool = False
+
+    @property
+    def outcome(self) -> str:
+        """One of regression, inconclusive, ok."""
+        return str(self.data["outcome"])
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.regression else 0
+        if self.regression:
+            return EXIT_REGRESSION
+        if self.inconclusive and not self.inconclusive_ok:
+            return EXIT_INCONCLUSIVE
+        return EXIT_OK
 
 
 def gate(
@@ -43,6 +66,7 @@ def gate(
     seed: int = 0,
     resamples: int = 10_000,
     infra_as_failure: bool = False,
+    inconclusive_ok: bool = False,
 ) -> GateResult:
     if max_drop is None and margin is None:
         max_drop = DEFAULT_MAX_DROP
@@ -72,26 +96,37 @@ def gate(
         checks.append({"mode": "non_inferiority", "threshold": margin, "value": upper,
                        "regression": upper > margin})
     regression = any(c["regression"] for c in checks)
-    data = {
+    mde = p["power"]["mde"]
+    for c in checks:
+        c["detectable"] = mde is not None and mde <= c["threshold"] + 1e-12
+    inconclusive = not regression and not all(c["detectable"] for c in checks)
+    outcome = "regression" if regression else "inconclusive" if inconclusive else "ok"
+    result = GateResult(regression=regression, data={}, paired=report,
+                        inconclusive=inconclusive, inconclusive_ok=inconclusive_ok)
+    result.data.update({
         "schema": "agentbench.gate",
         "schema_version": SCHEMA_VERSION,
+        "outcome": outcome,
         "regression": regression,
-        "exit_code": 1 if regression else 0,
+        "inconclusive": inconclusive,
+        "inconclusive_ok": inconclusive_ok,
+        "exit_code": result.exit_code,
         "baseline": p["run_a"], "candidate": p["run_b"],
         "max_drop": max_drop, "margin": margin, "alpha": alpha,
         "observed_drop": drop, "drop_upper_bound": upper,
+        "mde": mde,
         "checks": checks,
-        "verdict": _verdict(regression, p, checks, alpha),
+        "verdict": _verdict(outcome, p, checks, alpha),
         "paired": p,
-    }
-    return GateResult(regression=regression, data=data, paired=report)
+    })
+    return result
 
 
 def _pts(x: float) -> str:
     return f"{x * 100:.1f} points"
 
 
-def _verdict(regression: bool, p: dict[str, Any], checks: list[dict[str, Any]],
+def _verdict(outcome: str, p: dict[str, Any], checks: list[dict[str, Any]],
              alpha: float) -> str:
     a, b = p["run_a"], p["run_b"]
     ex = p["exclusions"]
@@ -99,7 +134,7 @@ def _verdict(regression: bool, p: dict[str, Any], checks: list[dict[str, Any]],
     mc = p["mcnemar"]
     t = p["table"]
     parts = [
-        f"{'REGRESSION' if regression else 'OK'}: candidate {b['variant']} ({b['run_id']}) "
+        f"{outcome.upper()}: candidate {b['variant']} ({b['run_id']}) "
         f"passed {p['pass_rate_b'] * 100:.1f}% of {p['pairs']} paired attempts over "
         f"{p['tasks']} tasks, against {p['pass_rate_a'] * 100:.1f}% for baseline "
         f"{a['variant']} ({a['run_id']})."
@@ -114,6 +149,7 @@ def _verdict(regression: bool, p: dict[str, Any], checks: list[dict[str, Any]],
                          f"{_pts(c['value'])} (paired bootstrap over tasks, "
                          f"{boot['resamples']} resamples, seed {boot['seed']}), {verb} the "
                          f"non-inferiority margin of {_pts(c['threshold'])}.")
+    parts.append(_mde_sentence(outcome, p["power"], checks))
     parts.append(f"{t['a_only']} pair(s) passed only on the baseline and {t['b_only']} only on "
                  f"the candidate (McNemar, {mc['test']}: p = {mc['pvalue']:.4g}).")
     infra = (f"{ex['infra_pairs']} pair(s) with an infra error were kept and counted as "
@@ -122,3 +158,22 @@ def _verdict(regression: bool, p: dict[str, Any], checks: list[dict[str, Any]],
     parts.append(f"{ex['invalid_or_flaky_tasks']} invalid or flaky task(s) and "
                  f"{ex['quarantined_pairs']} quarantined pair(s) were excluded; {infra}.")
     return " ".join(parts)
+
+
+def _mde_sentence(outcome: str, pw: dict[str, Any], checks: list[dict[str, Any]]) -> str:
+    """The minimum detectable effect against the thresholds, and what to do if it is too big."""
+    limit = min(c["threshold"] for c in checks)
+    if pw["mde"] is None:
+        head = (f"These {pw['pairs']} pairs are too few to detect any drop with "
+                f"{pw['power'] * 100:.0f}% power")
+    else:
+        head = (f"The smallest drop these {pw['pairs']} pairs detect with "
+                f"{pw['power'] * 100:.0f}% power (two-sided McNemar, alpha = {pw['alpha']}, "
+                f"discordance {pw['discordance'] * 100:.1f}%"
+                + (f", design effect {pw['design_effect']:.2f}" if pw["design_effect"] > 1
+                   else "") + f") is {_pts(pw['mde'])}")
+    if outcome == "inconclusive":
+        return (f"{head}, more than the {_pts(limit)} the gate is asked to catch: a regression "
+                "of that size could pass unnoticed, so this run neither shows one nor rules it "
+                "out. Run more tasks or attempts (`agentbench plan` says how many).")
+    return f"{head}."

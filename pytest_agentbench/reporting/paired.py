@@ -10,6 +10,9 @@ are refused unless `missing="skip"`.
 A task whose spec failed validation in either run (TASK_INVALID: one record, no commit) is
 exempt from the field and attempt checks: it never ran there, and it is dropped as invalid.
 
+Beside these attempt-level numbers, `data["task_level"]` compares per-task pass rates over every
+scored attempt and `data["power"]` gives the minimum detectable effect (paired_tasks.py).
+
 Exclusion rule, applied in this order and each counted in the report:
 1. a task is dropped if it is invalid (blame "task") or flaky in either run, on any attempt;
 2. a pair is dropped if either attempt is quarantined;
@@ -27,6 +30,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+import pytest_agentbench.reporting.paired_tasks as paired_tasks
 import pytest_agentbench.reporting.stats as stats
 from pytest_agentbench.reporting.load import LIMIT_COLUMNS, ReportError, Run
 from pytest_agentbench.schemas.records import attempt_key
@@ -280,7 +284,18 @@ def compare(
                       "interval": "percentile"},
         "significant": bool(significant),
     }
+    task_ids, codes = _task_codes(pairs)
+    data["power"] = paired_tasks.power_section(pairs, codes, alpha, mc.b + mc.c)
+    data["task_level"] = paired_tasks.task_level(
+        pairs, codes, task_ids, a.attempts, b.attempts, infra_as_failure, alpha, resamples, seed)
     return PairedReport(data=data, pairs=pairs, distribution=dist)
+
+
+def _task_codes(pairs: pd.DataFrame) -> tuple[pd.Index, np.ndarray]:
+    """The pairs' distinct task ids (sorted: the pairs are sorted by task) and each pair's
+    position among them."""
+    codes, uniques = pd.factorize(pairs["task_id"], sort=False)
+    return pd.Index(uniques), np.asarray(codes, dtype=np.intp)
 
 
 def _run_info(run: Run) -> dict[str, Any]:
