@@ -17,6 +17,7 @@ import numpy as np
 
 import pytest_agentbench.reporting.engine_report as engine_report
 from pytest_agentbench.reporting.gate import GateResult
+from pytest_agentbench.reporting.md import MD_ROWS
 from pytest_agentbench.reporting.md import cell as cell
 from pytest_agentbench.reporting.md import interval as _interval
 from pytest_agentbench.reporting.md import num as num
@@ -72,6 +73,7 @@ def summary_markdown(summary: RenderableSummary) -> str:
            "## Pass rate", "",
            f"**{pct(pr['rate'])}** ({pr['passed']}/{pr['scored']} scored attempts), "
            f"Wilson 95% CI {_interval(pr)}.", "",
+           *_clustered_lines(d.get("pass_rate_clustered")),
            "Scored = valid, non-flaky, non-quarantined attempts; infra errors are "
            + ("counted as failures." if d["rules"]["infra_errors"] != "excluded"
               else "excluded and reported below."), ""]
@@ -103,11 +105,16 @@ def summary_markdown(summary: RenderableSummary) -> str:
         ["attempts with a known cost", usage["cost_known_attempts"]],
         ["tokens per pass", num(usage["tokens_per_pass"], 0)],
         ["cost per pass (pass@cost, USD)", num(usage["cost_per_pass_usd"], 4)],
+        *_cost_interval_rows(usage.get("cost_per_pass")),
     ]), ""]
     if d["pass_at_k"]:
-        out += ["## pass@k (unbiased estimator)", "", table(
-            ["k", "pass@k", "tasks with ≥ k attempts"],
-            [[r["k"], pct(r["value"]), r["tasks"]] for r in d["pass_at_k"]], None), ""]
+        out += ["## pass@k and pass^k (unbiased estimators)", "",
+                "pass@k: at least one of k attempts passes; pass^k: all k attempts pass "
+                "(reliability). Both drawn without replacement from each task's attempts.", "",
+                table(["k", "pass@k", "pass^k", "tasks with ≥ k attempts"],
+                      [[r["k"], pct(r["value"]), pct(r.get("pass_hat_k")), r["tasks"]]
+                       for r in d["pass_at_k"]], None), ""]
+    out += _task_rate_lines(d.get("tasks") or [])
     if d.get("invalid_tasks"):
         out += ["## Invalid tasks", "",
                 "Tasks at fault (their spec or baseline), never scored against the agent:", "",
@@ -132,6 +139,58 @@ def summary_markdown(summary: RenderableSummary) -> str:
     if d["warnings"]:
         out += ["## Warnings", ""] + [f"- {cell(w)}" for w in d["warnings"]] + [""]
     return "\n".join(out)
+
+
+_CLUSTER_METHODS = {
+    "cr1": "cluster-robust (CR1) standard error by task, normal interval",
+    "wilson_tasks": "Wilson over tasks: every task has the same pass rate, so the "
+                    "cluster-robust error is 0",
+}
+
+
+def _clustered_lines(cl: dict[str, Any] | None) -> list[str]:
+    """The interval clustered by task, when some task has several scored attempts."""
+    if not cl:
+        return []
+    return [f"Clustered by task ({cl['tasks']} tasks, up to {cl['max_attempts_per_task']} "
+            f"attempts each): **95% CI {_interval(cl)}**, "
+            f"{_CLUSTER_METHODS.get(cl['method'], cell(cl['method']))}; design effect "
+            f"{cl['design_effect']:.2f} (effective sample {cl['effective_n']:,.0f} attempts). "
+            "This is the headline interval: attempts of one task are not independent.", ""]
+
+
+def _cost_interval_rows(cpp: dict[str, Any] | None) -> list[list[Any]]:
+    if not cpp or cpp.get("value") is None:
+        return []
+    how = {"cluster_bootstrap_percentile": f"cluster bootstrap over tasks, {cpp['resamples']} "
+                                           f"resamples, seed {cpp['seed']}",
+           "delta_cluster_robust": "delta method, cluster-robust by task"}
+    if cpp.get("method") is None:
+        return []
+    low = num(cpp["ci_low"], 4)
+    high = "unbounded" if cpp["ci_high"] is None else num(cpp["ci_high"], 4)
+    return [[f"cost per solved task, 95% CI (USD; {how.get(cpp['method'], cpp['method'])})",
+             f"{num(cpp['value'], 4)} [{low}, {high}]"]]
+
+
+def _task_rate_lines(tasks: list[dict[str, Any]]) -> list[str]:
+    """Per-task pass rates (present when some task has several scored attempts): how many
+    tasks always, sometimes and never passed, and the least reliable tasks first."""
+    if not tasks:
+        return []
+    always = sum(1 for r in tasks if r["passed"] == r["attempts"])
+    never = sum(1 for r in tasks if r["passed"] == 0)
+    shown = sorted(tasks, key=lambda r: (r["rate"], -r["attempts"], r["task_id"]))[:MD_ROWS]
+    rows = [[r["task_id"], r["suite"], r["attempts"], r["passed"], pct(r["rate"]), _interval(r)]
+            for r in shown]
+    more = len(tasks) - len(shown)
+    note = [f"\n_{more} more task(s) in the JSON form and the CSV (scope_type task)._"] \
+        if more else []
+    return ["## Per-task pass rates", "",
+            f"{len(tasks)} tasks with scored attempts: {always} always passed, "
+            f"{len(tasks) - always - never} sometimes, {never} never.", "",
+            table(["task", "suite", "attempts", "passed", "pass rate", "95% CI (Wilson)"], rows,
+                  None), *note, ""]
 
 
 _TASK_KINDS = (("scored", "scored"), ("invalid", "invalid"), ("flaky", "flaky"),
