@@ -1,10 +1,12 @@
 """Scoring: the agent's diff applied to the pre-agent copy of the workspace and the passing
 command run there, in a new sandbox; the verdict from its exit status and pytest's results
-(core/scoring.py, core/evidence.py)."""
+(core/scoring.py, core/evidence.py). With `--agentbench-regrade N`, the same N more times, each
+in a fresh sandbox under another hash seed (core/regrade.py)."""
 
 from __future__ import annotations
 
 import pytest_agentbench.core.evidence as evidence_mod
+import pytest_agentbench.core.regrade as regrade_mod
 from pytest_agentbench.agents.port import AgentOutcome
 from pytest_agentbench.core.attempt import Attempt, Failure
 from pytest_agentbench.core.gitops import SnapshotError, apply_command
@@ -12,7 +14,7 @@ from pytest_agentbench.core.protection import pytest_config_change
 from pytest_agentbench.core.recording import RecordingToolbox
 from pytest_agentbench.core.scoring import Evidence, verdict
 from pytest_agentbench.paths.host_files import HostFiles
-from pytest_agentbench.sandbox.port import Sandbox
+from pytest_agentbench.sandbox.port import ExecResult, Sandbox
 from pytest_agentbench.schemas.records import Result
 from pytest_agentbench.schemas.taxonomy import Reason
 
@@ -36,34 +38,52 @@ def score(at: Attempt, agent_sandbox: Sandbox, toolbox: RecordingToolbox) -> Res
         violation = pytest_config_change(pristine, agent_sandbox.files, toolbox.changed_files)
     at.found.agent = toolbox.stats(outcome)
     agent_sandbox.close()
-    if toolbox.final_patch:  # before the sandbox opens: a remote engine gets a copy then
+    patch = toolbox.final_patch
+    if patch:  # before the sandbox opens: a remote engine gets a copy then
         patch_file = at.workspace / "pristine" / ".git" / "agentbench-final.patch"
-        patch_file.write_text(toolbox.final_patch, "utf-8")
+        patch_file.write_text(patch, "utf-8")
+    base = regrade_mod.keep_base(at) if at.cfg.regrade else None
     sandbox = at.open_sandbox(network=spec.environment.network_policy == "always", phase="score")
-    if toolbox.final_patch:
-        applied = sandbox.exec(apply_command(), timeout_sec=spec.environment.tool_timeout_sec)
-        if applied.disk_limit_exceeded:
-            raise Failure(
-                Reason.TESTS_FAILED,
-                "the agent's diff does not fit the workspace disk limit "
-                f"({spec.environment.disk_limit_mb} MiB)",
-                "DISK_LIMIT_EXCEEDED",
-            )
-        if not applied.ok:
-            raise Failure(
-                Reason.TOOL_ERROR,
-                "the agent's diff does not apply to the "
-                f"pre-agent workspace: {applied.stderr.strip()[-200:]}",
-                "DIFF_NOT_APPLICABLE",
-            )
-    return _run_scored(at, sandbox, outcome, violation)
+    if patch:
+        _apply_diff(at, sandbox)
+    command, result = _run_scored(at, sandbox, outcome, violation, "passing")
+    if base is None or not regrade_mod.gradable(command, violation):
+        return result
+
+    def once(fresh: Sandbox, log: str) -> tuple[ExecResult, Result]:
+        if patch:
+            _apply_diff(at, fresh)
+        return _run_scored(at, fresh, outcome, None, log)
+
+    with at.timed("regrade"):
+        return regrade_mod.regrade(at, base, patch, result, once)
+
+
+def _apply_diff(at: Attempt, sandbox: Sandbox) -> None:
+    """The agent's diff (written to the workspace's .git) applied exactly as recorded."""
+    applied = sandbox.exec(apply_command(), timeout_sec=at.spec.environment.tool_timeout_sec)
+    if applied.disk_limit_exceeded:
+        raise Failure(
+            Reason.TESTS_FAILED,
+            "the agent's diff does not fit the workspace disk limit "
+            f"({at.spec.environment.disk_limit_mb} MiB)",
+            "DISK_LIMIT_EXCEEDED",
+        )
+    if not applied.ok:
+        raise Failure(
+            Reason.TOOL_ERROR,
+            "the agent's diff does not apply to the "
+            f"pre-agent workspace: {applied.stderr.strip()[-200:]}",
+            "DIFF_NOT_APPLICABLE",
+        )
 
 
 def _run_scored(
-    at: Attempt, sandbox: Sandbox, outcome: AgentOutcome, violation: str | None
-) -> Result:
+    at: Attempt, sandbox: Sandbox, outcome: AgentOutcome, violation: str | None, log: str
+) -> tuple[ExecResult, Result]:
     """The passing command, its exit status as the sandbox observed it, and pytest's results
-    read back from a file the test run was told to write (core/evidence.py)."""
+    read back from a file the test run was told to write (core/evidence.py). `log` names the
+    command's log files (`passing`; `regrade-N` for a regrade)."""
     validation = at.spec.validation
     mode, before = validation.results, at.baseline_results
     # auto: required when pytest reported before the agent and the passing command runs it
@@ -75,10 +95,10 @@ def _run_scored(
     path, env = at.results_env()
     result = at.run_command(
         sandbox,
-        "score",
+        "score" if log == "passing" else "regrade",
         validation.passing_command,
         at.spec.environment.tool_timeout_sec,
-        log="passing",
+        log=log,
         env=env,
     )
     results, problem = at.collect_results(sandbox, path)
@@ -89,10 +109,11 @@ def _run_scored(
         expected_tests=tuple(validation.expected_failing_tests or ()) if env else (),
         baseline_failing=before.failing() if before else (),
     )
-    at.environment["scoring"] = {
-        "results_mode": mode,
-        "results_required": wanted,
-        "results_found": results is not None,
-        "baseline_results_found": before is not None,
-    }
-    return verdict(result, outcome, violation, at.agent_overran, evidence)
+    if log == "passing":
+        at.environment["scoring"] = {
+            "results_mode": mode,
+            "results_required": wanted,
+            "results_found": results is not None,
+            "baseline_results_found": before is not None,
+        }
+    return result, verdict(result, outcome, violation, at.agent_overran, evidence)

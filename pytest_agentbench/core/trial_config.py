@@ -41,6 +41,7 @@ class TrialConfig:
     session: str = ""  # the pytest session's token: a resumed attempt gets a new attempt id
     env_cache: EnvCache | None = None  # post-setup snapshots; None: always run setup
     event_listener: EventListener | None = None  # sees each event as written (live progress)
+    regrade: int = 0  # re-runs of the passing command on the final state (core/regrade.py)
 
 
 def attempt_id(run_id: str, task_id: str, variant: str, index: int, session: str = "") -> str:
@@ -57,11 +58,14 @@ def pip_cache_dir(root: Path, spec: TaskSpec) -> Path:
 
 def sandbox_spec(
     cfg: TrialConfig, spec: TaskSpec, workspace: Path, network: bool, phase: str,
-    env_dir: Path | None = None,
+    env_dir: Path | None = None, *, repo_dir: str | None = None,
+    extra_env: dict[str, str] | None = None,
 ) -> SandboxSpec:
     """setup: /env writable, the task's pip cache, CA bundle if networked. agent and score:
     /env read-only and no cache, so nothing the agent does outlives its own sandbox. Every
-    phase: the workspace's disk limit."""
+    phase: the workspace's disk limit. `repo_dir`: the workspace directory mounted, when not
+    the phase's own (`repo`, `pristine` for score; a regrade's fresh copy); `extra_env`: over
+    the deterministic envelope (a regrade's PYTHONHASHSEED)."""
     env = spec.environment
     setup = phase == "setup"
     return SandboxSpec(
@@ -69,7 +73,7 @@ def sandbox_spec(
         # the run began: its tag is shared by every checkout of the harness on this engine, and
         # another version's `image build` re-points it (a run saw PIP_USER come back mid-run)
         image=env.docker_image or cfg.image_id or cfg.image,
-        workspace=workspace / ("pristine" if phase == "score" else "repo"),
+        workspace=workspace / (repo_dir or ("pristine" if phase == "score" else "repo")),
         env_dir=env_dir or workspace / "env",  # an env-cache entry's, read-only
         env_read_only=not setup,
         workdir=env.workdir,
@@ -94,6 +98,7 @@ def sandbox_spec(
         },
         ca_bundle=cfg.ca_bundle if network and setup else None,
         pip_cache=pip_cache_dir(cfg.pip_cache, spec) if setup and cfg.pip_cache else None,
+        env=dict(extra_env or {}),
         full_logs=cfg.full_logs,
         disk_limit_mb=getattr(env, "disk_limit_mb", 2048),
         # what the host reads after the sandbox closes: setup's results (the pristine copy,

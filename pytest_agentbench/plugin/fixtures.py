@@ -161,4 +161,5 @@ def _shared_attempt_config(
         redactor=run.redactor,  # every task's own secrets, not only artifacts.redact
         agent_params=settings.variant.params,
         event_listener=listener,  # live progress (plugin/progress.py)
+        regrade=settings.regrade,
     )

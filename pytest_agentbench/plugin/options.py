@@ -119,6 +119,16 @@ def add_options(parser: pytest.Parser) -> None:
         help="run an attempt whose engine was lost (SANDBOX_ERROR/ENGINE_LOST) again on another "
         "engine, up to N times (default 0); the record keeps every try",
     )
+    add(
+        "--agentbench-regrade",
+        type=int,
+        metavar="N",
+        help="is the verifier stable? re-run the passing command N times on each graded "
+        "attempt's final state (default 0), each in a fresh sandbox with PYTHONHASHSEED set to "
+        "the regrade's number 1..N (grading keeps 0), so a test that depends on set or dict "
+        "order shows; any pass/fail disagreement ends the attempt VERIFIER_FLAKY, counted as "
+        "flaky with the task's problems, not against the agent; the record keeps every run",
+    )
     add("--agentbench-model", metavar="NAME", help="LLM model name (llm agents)")
     add("--agentbench-preset", metavar="NAME", help="LLM provider preset (openrouter, openai, ...)")
     add("--agentbench-base-url", metavar="URL", help="OpenAI-compatible base URL")
@@ -148,6 +158,7 @@ def add_options(parser: pytest.Parser) -> None:
     )
     _add_int_ini(parser, "agentbench_attempts", "attempts per task (pass@k)")
     _add_int_ini(parser, "agentbench_retry_infra", "retries of an attempt whose engine was lost")
+    _add_int_ini(parser, "agentbench_regrade", "passing-command re-runs (--agentbench-regrade)")
     parser.addini("agentbench_engines", "Docker engines, one per line (see --agentbench-engine)",
                   type="linelist", default=[])
     for name, help_ in [

@@ -66,6 +66,7 @@ class SharedAttemptConfig:
     agent_params: Mapping[str, Any] = field(default_factory=dict)
     harness_version: str = field(default_factory=harness_version)
     event_listener: EventListener | None = None  # sees each event as written (live progress)
+    regrade: int = 0  # re-runs of the passing command on the final state (core/regrade.py)
 
 
 def worker_events_path(run_dir: Path, session: str, worker: str) -> Path:
@@ -137,7 +138,7 @@ class AttemptFactory:
             ca_bundle=s.ca_bundle, pip_cache=s.pip_cache, owner_uid=s.owner_uid,
             events_path=s.events_path, redact=redactor.redact, redact_obj=redactor.redact_obj,
             agent_params=dict(s.agent_params), quarantined=quarantined, env_cache=s.env_cache,
-            event_listener=s.event_listener,
+            event_listener=s.event_listener, regrade=s.regrade,
         )
 
     def run(

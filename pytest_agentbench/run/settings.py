@@ -82,6 +82,9 @@ class RunSettings:
     """Docker engines as given (`--agentbench-engine`, checked); empty: the current one."""
     retry_infra: int = 0
     """Retries of an attempt whose engine was lost, each on another engine."""
+    regrade: int = 0
+    """Re-runs of the passing command on each graded attempt's final state, each in a fresh
+    sandbox under PYTHONHASHSEED=1..N; a disagreement makes the attempt VERIFIER_FLAKY."""
 
     @property
     def docker(self) -> bool:
@@ -148,6 +151,7 @@ def build_settings(
         run_name=run_name,
         engines=_engines(option("engine"), ini("engines")),
         retry_infra=_retry_infra(option("retry_infra"), ini("retry_infra")),
+        regrade=_count(option("regrade"), ini("regrade"), "regrade", "regrades"),
     )
 
 
@@ -173,16 +177,23 @@ def _engines(given: Any, from_ini: Any) -> tuple[str, ...]:
 
 
 def _retry_infra(given: Any, from_ini: Any) -> int:
+    return _count(given, from_ini, "retry_infra", "retries")
+
+
+def _count(given: Any, from_ini: Any, name: str, what: str) -> int:
+    """A whole number, 0 or more (default 0), from the option or its ini key; a bad value is
+    one line naming where it came from."""
     raw = given if given is not None else from_ini
     if raw is None or raw == "":
         return 0
     try:
-        count = int(raw)
+        count = int(str(raw).strip())
     except (TypeError, ValueError):
         count = -1
     if count < 0:
-        where = "--agentbench-retry-infra" if given is not None else "agentbench_retry_infra (ini)"
-        raise ValueError(f"{where}: expected a whole number of retries (0 or more), got {raw!r}")
+        where = (f"--agentbench-{name.replace('_', '-')}" if given is not None
+                 else f"agentbench_{name} (ini)")
+        raise ValueError(f"{where}: expected a whole number of {what} (0 or more), got {raw!r}")
     return count
 
 

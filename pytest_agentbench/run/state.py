@@ -62,7 +62,7 @@ def new_run_id(suites: list[str], variant: str) -> str:
 def run_config(settings: RunSettings, image_ref: str | None) -> dict[str, Any]:
     """What must match for --agentbench-resume to continue a run (`image_ref`: the runner
     image's id, or its name when it has none)."""
-    return {
+    config = {
         "suites": list(settings.suites),
         "variant": settings.variant.config(),
         "variant_config_hash": settings.variant_hash(),
@@ -70,6 +70,9 @@ def run_config(settings: RunSettings, image_ref: str | None) -> dict[str, Any]:
         "image": image_ref,
         "sandbox": settings.sandbox,
     }
+    if settings.regrade:  # only when asked: the config hash of a run without it is unchanged
+        config["regrade"] = settings.regrade
+    return config
 
 
 def config_hash(config: dict[str, Any]) -> str:

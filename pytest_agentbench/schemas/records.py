@@ -105,6 +105,21 @@ class SetupInfo(Record):
     env_cache_wait_sec: float = 0.0  # waiting for another worker's build of the same key
 
 
+class RegradeRun(Record):
+    """One more run of the passing command on the attempt's final state, in a fresh sandbox
+    under another hash seed (`--agentbench-regrade N`, core/regrade.py)."""
+
+    index: int = Field(ge=1)  # 1..N
+    hash_seed: str  # the PYTHONHASHSEED it ran under (the grading's is "0")
+    passed: bool  # this run's verdict, by the grading's rules
+    exit_code: int
+    timed_out: bool = False
+    sub_reason: str | None = None  # a TESTS_FAILED sub-reason (results contradict exit 0, ...)
+    signature: list[str] = Field(default_factory=list)  # failing tests, when it failed
+    duration_sec: float  # the passing command's own run
+    wall_sec: float  # the whole regrade: fresh copy, sandbox, the diff, the command, teardown
+
+
 class Result(Record):
     passed: bool
     exit_code: int | None = None
@@ -114,6 +129,10 @@ class Result(Record):
     signature: list[str] = Field(default_factory=list)  # failing tests after the agent
     tests_passed: int | None = None
     tests_failed: int | None = None
+    # --agentbench-regrade: the passing command re-run on the same final state, in order. Any
+    # that disagrees with the grading makes the attempt VERIFIER_FLAKY. Empty without regrades
+    # (and in records written before them).
+    regrades: list[RegradeRun] = Field(default_factory=list)
 
 
 class AgentStats(Record):
