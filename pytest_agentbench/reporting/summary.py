@@ -120,8 +120,7 @@ def summarize(run: Run, infra_as_failure: bool = False, top: int = 10) -> RunSum
 
 
 def _counts(df: pd.DataFrame, sdf: pd.DataFrame, tasks: TaskIndex) -> dict[str, Any]:
-    cat_codes = df["category"].cat.codes.to_numpy(dtype=np.int64)
-    names = [str(c) for c in df["category"].cat.categories]
+    cat_codes, names = _category_codes(df)
     cat = dict(zip(names, np.bincount(cat_codes, minlength=len(names)).tolist(), strict=True))
     reasons = df.loc[df["category"] == "invalid", "failure_reason"].value_counts()
     infra = df.loc[df["category"] == "infra", "failure_reason"].value_counts()
@@ -145,11 +144,21 @@ def _counts(df: pd.DataFrame, sdf: pd.DataFrame, tasks: TaskIndex) -> dict[str, 
     }
 
 
+def _category_codes(df: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
+    """Each row's category as its index in CATEGORIES (load.py makes the column categorical
+    in that order; a plain column is coded the same way)."""
+    cat = df["category"]
+    if not isinstance(cat.dtype, pd.CategoricalDtype) or list(cat.cat.categories) != list(
+            CATEGORIES):
+        cat = pd.Series(pd.Categorical(cat.astype(object), categories=CATEGORIES),
+                        index=df.index)
+    return cat.cat.codes.to_numpy(dtype=np.int64), list(CATEGORIES)
+
+
 def _suite_rows(df: pd.DataFrame, mask: np.ndarray) -> list[dict[str, Any]]:
     codes, suites = pd.factorize(df["suite"].to_numpy(dtype=object), sort=True)
     ncat = len(CATEGORIES)
-    cat_codes = df["category"].cat.codes.to_numpy(dtype=np.int64)
-    names = [str(c) for c in df["category"].cat.categories]
+    cat_codes, names = _category_codes(df)
     cats = np.bincount(codes * ncat + cat_codes, minlength=len(suites) * ncat)
     cats = cats.reshape(len(suites), ncat)
     scored = np.bincount(codes[mask], minlength=len(suites))
