@@ -5,6 +5,9 @@ data (events from `events.jsonl`, `agent/tool_calls.jsonl`, `agent/conversation.
 `diffs/*.patch`, `logs/*.txt`, and the context manifest and delegation graph some agents write,
 see agent_artifacts.py, under each attempt's `artifact_paths.task_dir`) is embedded as
 JSON and rendered by the script on first open. Every value is escaped: it is agent output.
+The page is the Jinja2 template `templates/run.html.j2` (autoescaped, see html_env.py); charts
+are geometry from html_svg.py. Each task row has the id `task-<task id>`: a link to
+`report.html#task-<id>` (the paired page's) opens its drill-down.
 Every embedded text also passes through a `Redactor` (the credential patterns by default; the
 plugin passes the run's own, which knows each task's secrets): the artifacts of a run written
 before redaction covered them must not leak through the report.
@@ -15,27 +18,36 @@ from __future__ import annotations
 
 import json
 import math
-from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+from markupsafe import Markup
 
 import pytest_agentbench.reporting.engine_report as engine_report
+import pytest_agentbench.reporting.html_svg as html_svg
 from pytest_agentbench.reporting.agent_artifacts import agent_artifacts
-from pytest_agentbench.reporting.html_assets import CSS, JS
+from pytest_agentbench.reporting.html_assets import JS
+from pytest_agentbench.reporting.html_env import (
+    json_payload,
+    pct,
+    render,
+    task_anchor,
+    write_atomic,
+)
+from pytest_agentbench.reporting.html_timeline import spans
 from pytest_agentbench.reporting.load import Run, load_events, load_run
 from pytest_agentbench.reporting.summary import RunSummary, summarize
+from pytest_agentbench.schemas.taxonomy import FLAKY_REASONS
 
 if TYPE_CHECKING:
     from pytest_agentbench.text.redaction import Redactor
 
 HTML_FILE = "report.html"
+INDEX_FILE = "index.html"
 MAX_TASKS = 1000
 MAX_FILE_CHARS = 200_000
 MAX_JSONL_ITEMS = 500
-_BLAME_COLORS = {"agent": "#cf222e", "task": "#8c959f", "infra": "#bf8700"}
 _EVENT_DETAIL = ("phase", "tool", "step", "ok", "exit_code", "error_type", "duration_ms",
                  "command", "passed", "failure_reason", "kind", "message", "path", "rule",
                  "model", "finish_reason", "status")
@@ -51,214 +63,167 @@ def write_html(run_dir: str | Path, out: str | Path | None = None,
         meta = load.read_meta(Path(run_dir) / load.RUN_FILE)
         run = Run(Path(run_dir), meta, load.records_to_frame([]), ("no attempt was recorded",))
     path = Path(out) if out else Path(run_dir) / HTML_FILE
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(render_html(run, summarize(run), redactor=redactor), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    index = Path(run_dir).resolve().parent / INDEX_FILE  # the output root's list of runs
+    href = f"../{INDEX_FILE}" if out is None and index.is_file() else None
+    return write_atomic(path, render_html(run, summarize(run), redactor=redactor,
+                                          index_href=href))
 
 
 def render_html(run: Run, summary: RunSummary, max_tasks: int = MAX_TASKS,
-                redactor: Redactor | None = None) -> str:
+                redactor: Redactor | None = None, index_href: str | None = None) -> str:
     from pytest_agentbench.text.redaction import Redactor
 
     d = summary.data
     tasks, rows = _tasks(run, max_tasks)
     tasks = (redactor or Redactor()).redact_obj(tasks)
-    payload = json.dumps({"tasks": tasks}, separators=(",", ":"), allow_nan=False)
-    payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     total = int(run.attempts["task_id"].nunique())
-    more = (f'<p class="note">Showing the first {max_tasks} of {total} tasks.</p>'
-            if total > max_tasks else "")
-    return "".join([
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">",
-        '<meta name="viewport" content="width=device-width,initial-scale=1">',
-        '<link rel="icon" href="data:,">',
-        f"<title>agentbench run {escape(run.run_id)}</title><style>{CSS}</style></head><body>",
-        _header(d), engine_report.engines_html(d), _plots(run, d),
-        "<h2>Tasks</h2>", more,
-        '<div class="controls"><input id="task-filter" type="search" '
-        'placeholder="filter tasks (id, suite, reason)" aria-label="filter tasks">'
-        '<select id="task-status" aria-label="status"><option value="all">all</option>'
-        '<option value="failed">failed</option><option value="passed">passed</option>'
-        '<option value="excluded">excluded</option></select></div>',
-        "<table id=\"tasks\"><thead><tr><th></th><th>task</th><th>suite</th><th>attempts</th>"
-        "<th>passed</th><th>reasons</th></tr></thead><tbody>", rows, "</tbody></table>",
-        f'<script type="application/json" id="ab-data">{payload}</script>',
-        f"<script>{JS}</script></body></html>\n",
-    ])
-
-
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{x * 100:.1f}%"
+    info = d["run"]
+    cards, notes = run_cards(run, d)
+    return render(
+        "run.html.j2", run_id=str(run.run_id), variant=str(info["variant"]),
+        harness=str(info["harness_version"]), started=str(info["started_at"]),
+        cards=cards, notes=notes,
+        engines=Markup(engine_report.engines_html(d)),  # noqa: S704 - escaped there
+        figures=_figures(run, d), rows=rows, more=total > max_tasks, max_tasks=max_tasks,
+        total=total, payload=json_payload({"tasks": tasks}),
+        js=Markup(JS),  # noqa: S704 - this package's constant
+        index_href=index_href)
 
 
 def _n(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def _header(d: dict[str, Any]) -> str:
-    run, c, pr = d["run"], d["counts"], d["pass_rate"]
-    ci = (f"[{_pct(pr['ci_low'])}, {_pct(pr['ci_high'])}]" if pr["ci_low"] is not None else "—")
-    usage, cats = d["usage"], c["tasks_by_category"]
-    cards = [  # task counts beside task counts; attempts said as attempts
-        ("pass rate", _pct(pr["rate"]),
-         f"{pr['passed']}/{pr['scored']} scored attempts, Wilson 95% {ci}"),
-        ("tasks", str(c["tasks"]), f"{c['attempts']} attempts · {cats.get('scored', 0)} scored"),
-        ("invalid tasks", str(cats.get("invalid", 0)),
-         f"{_n(c['invalid'], 'attempt')} · task at fault"),
-        ("flaky tasks", str(cats.get("flaky", 0)), f"{_n(c['flaky'], 'attempt')} · baseline"),
-        ("quarantined tasks", str(cats.get("quarantined", 0)),
-         f"{_n(c['quarantined'], 'attempt')} · reported apart"),
-        ("infra errors", str(c["infra_errors"]),
-         "attempts, excluded" if d["rules"]["infra_errors"] == "excluded"
-         else "attempts, counted as failures"),
-        ("cost", f"${usage['cost_usd']:.2f}",
-         f"{usage['total_tokens']:,} tokens; per pass "
-         + ("—" if usage["cost_per_pass_usd"] is None else f"${usage['cost_per_pass_usd']:.4f}")),
-    ]
-    html = [f"<h1>Run {escape(str(run['run_id']))}</h1>",
-            f'<p class="muted">variant <b>{escape(str(run["variant"]))}</b> · harness '
-            f'{escape(str(run["harness_version"]))} · started {escape(str(run["started_at"]))}</p>',
-            '<div class="cards">']
-    html += [f'<div class="card"><span class="muted">{escape(k)}</span><b>{escape(v)}</b>'
-             f'<span class="muted">{escape(sub)}</span></div>' for k, v, sub in cards]
-    html.append("</div>")
-    return "".join(html)
-
-
-def _plots(run: Run, d: dict[str, Any]) -> str:
+def _figures(run: Run, d: dict[str, Any]) -> list[dict[str, Any]]:
     rates = [("(all)", d["pass_rate"])] + [(s["suite"], s) for s in d["suites"]]
     scored = run.attempts[run.attempts["category"] == "scored"]
-    return "".join([
-        "<h2>Summary</h2><div class=\"plots\">",
-        _figure("Pass rate with Wilson 95% interval", _rate_svg(rates)),
-        _figure("Failure taxonomy (non-pass attempts)", _taxonomy_svg(d["taxonomy"]["by_reason"])),
-        _figure("Duration of scored attempts (s)", _hist_svg(scored, "duration_sec")),
-        _figure("Cost per scored attempt (USD)", _hist_svg(scored, "cost_usd")),
-        "</div>",
-    ])
+    passed = scored["passed"].to_numpy(dtype=bool)
+    by_reason = d["taxonomy"]["by_reason"]
+    figs: list[dict[str, Any]] = [
+        {"title": "Pass rate with Wilson 95% interval", "chart": html_svg.rate_chart(rates),
+         "note": ""},
+        {"title": "Failure taxonomy (non-pass attempts)",
+         "chart": html_svg.taxonomy_chart(by_reason), "note": "" if by_reason else "No failures."},
+    ]
+    dur = html_svg.histogram(scored["duration_sec"].to_numpy(dtype=float), passed, "seconds")
+    figs.append({"title": "Duration of scored attempts", "chart": dur,
+                 "note": "" if dur else "No scored attempts."})
+    why = cost_absent(d)
+    cost = None if why else html_svg.histogram(scored["cost_usd"].to_numpy(dtype=float), passed,
+                                               "USD")
+    if cost is not None:
+        figs.append({"title": "Cost per scored attempt", "chart": cost, "note": ""})
+    elif why:
+        figs.append({"title": "Cost per scored attempt", "chart": None, "note": why,
+                     "id": "cost-absent"})
+    rows = d.get("pass_at_k") or []
+    curve = html_svg.pass_at_k_chart(rows)
+    if curve is not None:
+        has_hat = any(r.get("pass_hat_k") is not None for r in rows)
+        figs.append({"title": "pass@k" + (" and pass^k" if has_hat else "") + " by k",
+                     "chart": curve, "id": "pass-at-k", "note": (
+                         "pass@k: a task counts when at least one of k attempts passes "
+                         "(unbiased estimator); " + ("pass^k: only when all k pass. "
+                                                     if has_hat else "")
+                         + "Over the tasks with at least k scored attempts.")})
+    return figs
 
 
-def _figure(title: str, svg: str) -> str:
-    return f'<div class="plot"><h3>{escape(title)}</h3>{svg}</div>'
+def cost_absent(d: dict[str, Any]) -> str:
+    """Why the cost histogram is not drawn ('' when it is): no model call, or no price."""
+    usage = d["usage"]
+    if d["counts"]["scored"] == 0:
+        return "No scored attempts."
+    if usage["total_tokens"] == 0 and not usage["cost_usd"]:
+        return ("No model calls in this run: no tokens and no cost were recorded "
+                "(an agent that calls no model, such as the oracle).")
+    if usage["cost_known_attempts"] == 0:
+        return (f"No cost recorded: {usage['total_tokens']:,} tokens were used, but the "
+                "model's price is unknown.")
+    return ""
 
 
-def _svg(width: int, height: int, body: list[str], label: str) -> str:
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(label)}">'
-            + "".join(body) + "</svg>")
+def run_cards(run: Run, d: dict[str, Any]) -> tuple[list[dict[str, str]], list[str]]:
+    """The summary cards (task counts beside task counts; attempts said as attempts) and the
+    notes that explain them: an attempt both quarantined and flaky counts as quarantined."""
+    c, pr, usage = d["counts"], d["pass_rate"], d["usage"]
+    cats = c["tasks_by_category"]
+    ci = f"[{pct(pr['ci_low'])}, {pct(pr['ci_high'])}]" if pr["ci_low"] is not None else "—"
+    df = run.attempts
+    hidden = df[(df["category"] == "quarantined")
+                & df["failure_reason"].isin([str(r.value) for r in FLAKY_REASONS])]
+    hidden_tasks = int(hidden["task_id"].nunique())
+    per_pass = usage["cost_per_pass_usd"]
+    cards = [
+        {"key": "pass-rate", "label": "pass rate", "value": pct(pr["rate"]),
+         "sub": f"{pr['passed']}/{pr['scored']} scored attempts, Wilson 95% {ci}", "note": ""},
+        {"key": "tasks", "label": "tasks", "value": str(c["tasks"]),
+         "sub": f"{c['attempts']} attempts · {cats.get('scored', 0)} with scored attempts",
+         "note": ""},
+        {"key": "invalid", "label": "invalid tasks", "value": str(cats.get("invalid", 0)),
+         "sub": f"{_n(c['invalid'], 'attempt')} · task at fault", "note": ""},
+        {"key": "flaky", "label": "flaky tasks", "value": str(cats.get("flaky", 0)),
+         "sub": f"{_n(c['flaky'], 'attempt')} · flaky baseline or verifier",
+         "note": (f"+ {_n(hidden_tasks, 'quarantined task')} with a flaky baseline, counted "
+                  "as quarantined" if hidden_tasks else "")},
+        {"key": "quarantined", "label": "quarantined tasks",
+         "value": str(cats.get("quarantined", 0)),
+         "sub": f"{_n(c['quarantined'], 'attempt')} · reported apart", "note": ""},
+        {"key": "infra", "label": "infra errors", "value": str(c["infra_errors"]),
+         "sub": ("attempts, excluded" if d["rules"]["infra_errors"] == "excluded"
+                 else "attempts, counted as failures"), "note": ""},
+        {"key": "cost", "label": "cost", "value": f"${usage['cost_usd']:.2f}",
+         "sub": f"{usage['total_tokens']:,} tokens; per pass "
+                + ("—" if per_pass is None else f"${per_pass:.4f}"), "note": ""},
+    ]
+    notes = []
+    if hidden_tasks:
+        reasons = ", ".join(sorted({str(r) for r in hidden["failure_reason"]}))
+        notes.append(f"The failure taxonomy shows {_n(len(hidden), 'attempt')} as {reasons} on "
+                     f"{_n(hidden_tasks, 'task')} the suite quarantines: quarantine takes "
+                     "precedence, so the cards count them as quarantined, not flaky. Neither "
+                     "is scored.")
+    return cards, notes
 
 
-def _text(x: float, y: float, text: str, anchor: str = "start", size: int = 11) -> str:
-    return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" '
-            f'fill="#1f2328">{escape(text)}</text>')
+_NOT_SCORED = {"invalid": "task invalid", "flaky": "flaky baseline or verifier",
+               "quarantined": "quarantined", "infra": "infrastructure error"}
 
 
-def _rate_svg(rows: list[tuple[str, dict[str, Any]]]) -> str:
-    left, width, bar_h, gap = 130, 260, 16, 8
-    height = 20 + len(rows) * (bar_h + gap)
-    body = [f'<line x1="{left}" y1="4" x2="{left}" y2="{height - 14}" stroke="#999"/>']
-    for pct in (0.0, 0.5, 1.0):
-        x = left + pct * width
-        body.append(_text(x, height - 2, f"{pct * 100:.0f}%", "middle", 10))
-    for i, (name, r) in enumerate(rows):
-        y = 6 + i * (bar_h + gap)
-        body.append(_text(left - 6, y + 12, name[:20], "end"))
-        if r.get("rate") is None:
-            body.append(_text(left + 4, y + 12, "no scored attempts"))
-            continue
-        body.append(f'<rect x="{left}" y="{y}" width="{r["rate"] * width:.1f}" height="{bar_h}" '
-                    f'fill="#54aeff"><title>{escape(name)}: {_pct(r["rate"])}</title></rect>')
-        lo, hi = left + r["ci_low"] * width, left + r["ci_high"] * width
-        mid = y + bar_h / 2
-        body.append(f'<path d="M{lo:.1f} {mid - 5}v10M{lo:.1f} {mid}H{hi:.1f}M{hi:.1f} '
-                    f'{mid - 5}v10" stroke="#1f2328" stroke-width="1.5" fill="none"/>')
-        body.append(_text(left + width + 6, y + 12, f"{_pct(r['rate'])} (n={r['scored']})"))
-    return _svg(left + width + 90, height, body, "pass rate by suite")
-
-
-def _taxonomy_svg(by_reason: list[dict[str, Any]]) -> str:
-    if not by_reason:
-        return '<p class="note">No failures.</p>'
-    left, width, bar_h, gap = 170, 220, 14, 6
-    top = max(r["count"] for r in by_reason)
-    height = 8 + len(by_reason) * (bar_h + gap)
-    body = []
-    for i, r in enumerate(by_reason):
-        y = 4 + i * (bar_h + gap)
-        w = width * r["count"] / top
-        color = _BLAME_COLORS.get(str(r["blame"]), "#999")
-        body.append(_text(left - 6, y + 11, str(r["reason"]), "end"))
-        body.append(f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{color}">'
-                    f'<title>{escape(str(r["reason"]))} ({escape(str(r["blame"]))}): '
-                    f'{r["count"]}</title></rect>')
-        body.append(_text(left + w + 4, y + 11, f"{r['count']} · {r['blame']}"))
-    return _svg(left + width + 90, height, body, "failure taxonomy")
-
-
-def _hist_svg(frame: pd.DataFrame, column: str, bins: int = 20) -> str:
-    values = frame[column].to_numpy(dtype=float)
-    keep = ~np.isnan(values)
-    values, passed = values[keep], frame["passed"].to_numpy()[keep]
-    if len(values) == 0:
-        return '<p class="note">No data.</p>'
-    hi = float(values.max()) if values.max() > values.min() else float(values.min()) + 1.0
-    edges = np.linspace(float(values.min()), hi, bins + 1)
-    ok, _ = np.histogram(values[passed], edges)
-    bad, _ = np.histogram(values[~passed], edges)
-    width, height, base = 360, 150, 130
-    top = max(int((ok + bad).max()), 1)
-    step = width / bins
-    body = [f'<line x1="0" y1="{base}" x2="{width}" y2="{base}" stroke="#999"/>']
-    for i in range(bins):
-        x = i * step
-        h_ok, h_bad = (base - 10) * ok[i] / top, (base - 10) * bad[i] / top
-        tip = f"{edges[i]:.4g}–{edges[i + 1]:.4g}: {ok[i]} passed, {bad[i]} failed"
-        body.append(f'<g><title>{escape(tip)}</title>'
-                    f'<rect x="{x + 1:.1f}" y="{base - h_ok:.1f}" width="{step - 2:.1f}" '
-                    f'height="{h_ok:.1f}" fill="#1a7f37"/>'
-                    f'<rect x="{x + 1:.1f}" y="{base - h_ok - h_bad:.1f}" width="{step - 2:.1f}" '
-                    f'height="{h_bad:.1f}" fill="#cf222e"/></g>')
-    body.append(_text(0, height - 4, f"{edges[0]:.4g}", "start", 10))
-    body.append(_text(width, height - 4, f"{edges[-1]:.4g}", "end", 10))
-    body.append(_text(width / 2, height - 4, "green passed · red failed", "middle", 10))
-    return _svg(width, height, body, f"{column} histogram")
-
-
-def _tasks(run: Run, max_tasks: int) -> tuple[list[dict[str, Any]], str]:
-    df = run.attempts.sort_values(["task_id", "attempt_index"])
+def _tasks(run: Run, max_tasks: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The drill-down data and the table row of each of the first `max_tasks` tasks. The frame
+    is turned into records once (a `to_dict` per task group cost 15 s at 1000 tasks)."""
+    df = run.attempts.sort_values(["task_id", "attempt_index"], kind="stable")
     task_ids = list(dict.fromkeys(df["task_id"]))[:max_tasks]
     df = df[df["task_id"].isin(task_ids)]
     events = load_events(run.path, df["attempt_id"])
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for rec in df.to_dict("records"):
+        groups.setdefault(str(rec["task_id"]), []).append(rec)
     tasks, rows = [], []
-    for i, (task_id, group) in enumerate(df.groupby("task_id", sort=True)):
-        attempts = [_attempt(run.path, rec, events.get(rec["attempt_id"], []))
-                    for rec in group.to_dict("records")]
+    for task_id in sorted(groups):
+        recs = groups[task_id]
+        attempts = [_attempt(run.path, rec, events.get(rec["attempt_id"], [])) for rec in recs]
         tasks.append({"task_id": task_id, "attempts": attempts})
-        rows.append(_row(i, str(task_id), group))
-    return tasks, "".join(rows)
+        rows.append(_row(task_id, recs))
+    return tasks, rows
 
 
-def _row(i: int, task_id: str, group: pd.DataFrame) -> str:
-    suite = str(group["suite"].iloc[0])
-    scored = group[group["category"] == "scored"]
-    reasons = sorted({str(r) for r in group["failure_reason"] if r is not None})
-    passed = int(scored["passed"].sum())
-    status = "excluded" if scored.empty else ("passed" if passed == len(scored) else "failed")
+def _row(task_id: str, recs: list[dict[str, Any]]) -> dict[str, Any]:
+    suite = str(recs[0]["suite"])
+    scored = [r for r in recs if r["category"] == "scored"]
+    reasons = sorted({str(r["failure_reason"]) for r in recs if r["failure_reason"] is not None})
+    passed = sum(1 for r in scored if r["passed"])
+    status = "excluded" if not scored else ("passed" if passed == len(scored) else "failed")
     cls = "pass" if status == "passed" else ("fail" if status == "failed" else "muted")
     shown = f"{passed}/{len(scored)}"
-    if scored.empty:  # nothing scored: say why rather than "0/0"
-        shown = ", ".join(sorted({str(c) for c in group["category"]} - {"scored"}))
-    search = " ".join([task_id, suite, *reasons]).lower()
-    return (f'<tr class="task" data-i="{i}" data-status="{status}" '
-            f'data-search="{escape(search)}"><td><button class="open" type="button" '
-            f'aria-expanded="false">open</button></td><td>{escape(task_id)}</td>'
-            f'<td>{escape(suite)}</td><td>{len(group)}</td>'
-            f'<td class="{cls}">{escape(shown)}</td><td>{escape(", ".join(reasons))}</td>'
-            f'</tr><tr class="drill" hidden><td colspan="6"><div class="drill-body"></div>'
-            f"</td></tr>")
+    if not scored:  # nothing scored: say why rather than "0/0"
+        why = sorted({_NOT_SCORED.get(str(r["category"]), str(r["category"])) for r in recs})
+        shown = "not scored: " + ", ".join(why)
+    return {"task_id": task_id, "anchor": task_anchor(task_id), "status": status, "cls": cls,
+            "suite": suite, "attempts": len(recs), "shown": shown,
+            "reasons": ", ".join(reasons),
+            "search": " ".join([task_id, suite, *reasons]).lower()}
 
 
 def _num(x: Any) -> Any:
@@ -283,7 +248,7 @@ def _attempt(run_dir: Path, rec: dict[str, Any], events: list[dict[str, Any]]) -
         "summary": rec["summary"], "signature": " | ".join(rec["signature"] or []),
         "task_dir": rec["task_dir"], "missing": missing, "engine": rec["engine"],
         "retried": engine_report.try_lines(rec["retried"]),
-        "events": [_event_row(e) for e in events],
+        "events": [_event_row(e) for e in events], "spans": spans(events),
         "tool_calls": _jsonl_items(art, "agent/tool_calls.jsonl", _tool_title),
         "conversation": _jsonl_items(art, "agent/conversation.jsonl", _message_title,
                                      _message_text),

@@ -13,7 +13,8 @@ h1{font-size:22px;margin:8px 0}h2{font-size:17px;margin:24px 0 8px;border-bottom
 .muted{color:var(--mut)}.cards{display:flex;gap:12px;flex-wrap:wrap;margin:12px 0}
 .card{border:1px solid #ddd;border-radius:8px;padding:8px 14px;min-width:120px}
 .card b{display:block;font-size:20px}.plots{display:flex;flex-wrap:wrap;gap:16px}
-.plot{border:1px solid #eee;border-radius:8px;padding:6px}.plot h3{font-size:13px;margin:2px 6px}
+.plot{border:1px solid #eee;border-radius:8px;padding:6px;max-width:640px}
+#frontier{max-width:none}.plot h3{font-size:13px;margin:2px 6px}
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;
  border-bottom:1px solid #eee;vertical-align:top}th{background:#f6f8fa;position:sticky;top:0}
 tr.task:hover{background:#f6f8fa}button.open{font:inherit;border:1px solid #ccc;border-radius:6px;
@@ -27,7 +28,16 @@ pre{background:#f6f8fa;padding:8px;overflow:auto;max-height:420px;white-space:pr
 .diff .hunk{color:#0550ae}.tl td{font-family:ui-monospace,monospace;font-size:12px}
 .controls{display:flex;gap:8px;margin:8px 0}.controls input{flex:1;padding:4px 8px}
 .note{color:var(--mut);font-style:italic}
-tr.excluded td{color:var(--mut)}ul.dgraph{list-style:none;padding-left:18px;margin:4px 0}
+tr.excluded td{color:var(--mut)}tr.task.target{background:#fff8c5}tr.task{scroll-margin-top:40px}
+.card-note{display:block;font-size:12px;color:var(--infra);max-width:240px}
+svg.timeline{display:block;max-width:100%}.crumbs{margin:0;font-size:13px}
+.cell,.grid-key{display:inline-block;min-width:16px;text-align:center;border-radius:3px;
+ margin:0 2px 0 0;font-size:11px;padding:0 4px}.both_pass{background:#aceebb}
+.a_only{background:#ffcecb}.b_only{background:#b6e3ff}.both_fail{background:#d0d7de}
+tr.pair-task.discordant td:first-child{font-weight:600}table.kv{width:auto}
+.legend span{display:inline-block;padding:1px 8px;margin-right:6px;border-radius:4px}
+.frontier{color:var(--ok);font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums}
+ul.dgraph{list-style:none;padding-left:18px;margin:4px 0}
 ul.dgraph li{border-left:2px solid #d0d7de;padding:1px 0 1px 8px;margin:2px 0}
 .dnode .role{font-weight:600}.dnode .st-ok{color:var(--ok)}.dnode .st-bad{color:var(--bad)}
 """
@@ -65,18 +75,75 @@ JS = r"""
     });
     return t;
   }
-  function timeline(d, events) {
+  var SVGNS = 'http://www.w3.org/2000/svg';
+  function svgEl(tag, attrs, text) {
+    var e = document.createElementNS(SVGNS, tag);
+    Object.keys(attrs).forEach(function (k) { e.setAttribute(k, String(attrs[k])); });
+    if (text !== undefined) { e.textContent = String(text); }
+    return e;
+  }
+  var KIND_COLOR = {phase: '#8250df', turn: '#9a6700', tool: '#0969da', llm: '#1a7f37',
+    delegation: '#bf3989'};
+  function secs(ms) { return (ms / 1000).toFixed(ms >= 10000 ? 0 : 1) + ' s'; }
+  function bars(d, spans) {
+    var left = 190, width = 560, rowH = 16, top = 6;
+    var end = 0; spans.forEach(function (s) { end = Math.max(end, s[3]); });
+    if (end <= 0) { end = 1; }
+    var height = top + spans.length * rowH + 28;
+    var svg = svgEl('svg', {width: left + width + 20, height: height, role: 'img',
+      'class': 'timeline', 'aria-label': 'timeline of the attempt'});
+    var raw = end / 5 / 1000; var mag = Math.pow(10, Math.floor(Math.log10(raw)));
+    var step = [1, 2, 5, 10].map(function (m) { return m * mag; })
+      .filter(function (v) { return v >= raw; })[0] * 1000;
+    for (var t = 0; t <= end + 1e-9; t += step) {
+      var x = left + t / end * width;
+      svg.appendChild(svgEl('line', {x1: x, y1: top, x2: x, y2: height - 22, stroke: '#eee'}));
+      svg.appendChild(svgEl('text', {x: x, y: height - 8, 'font-size': 10,
+        'text-anchor': 'middle'}, secs(t)));
+    }
+    spans.forEach(function (s, i) {
+      var y = top + i * rowH;
+      var x = left + s[2] / end * width;
+      var w = Math.max((s[3] - s[2]) / end * width, 1.5);
+      svg.appendChild(svgEl('text', {x: left - 6, y: y + 11, 'font-size': 11,
+        'text-anchor': 'end'}, s[0].length > 28 ? s[0].slice(0, 27) + '…' : s[0]));
+      var bar = svgEl('rect', {x: x, y: y + 2, width: w, height: rowH - 4,
+        fill: s[4] === false ? '#cf222e' : (KIND_COLOR[s[1]] || '#8c959f'),
+        'class': 'span span-' + s[1]});
+      bar.appendChild(svgEl('title', {}, s[0] + ': ' + secs(s[2]) + ' → ' + secs(s[3]) +
+        ' (' + secs(s[3] - s[2]) + ')' + (s[4] === false ? ', failed' : '')));
+      svg.appendChild(bar);
+    });
+    d.appendChild(svg);
+    d.appendChild(el('p', 'muted', 'Bars from the first event (seconds): phases, agent turns, ' +
+      'tool calls, model requests; red: failed. Hover a bar for its times.'));
+  }
+  function timeline(d, a) {
+    var events = a.events;
     if (!events.length) { note(d, 'No events recorded for this attempt.'); return; }
-    var t = el('table', 'tl'); var h = el('tr');
-    ['seq', 't (ms)', 'type', 'actor', 'detail'].forEach(function (x) {
-      h.appendChild(el('th', null, x));
-    });
-    t.appendChild(h);
-    events.forEach(function (e) {
-      var tr = el('tr'); e.forEach(function (v) { tr.appendChild(el('td', null, v)); });
-      t.appendChild(tr);
-    });
-    d.appendChild(t);
+    if (a.spans && a.spans.length) { bars(d, a.spans); }
+    else { note(d, 'No timed phases or steps to draw; the events are listed below.'); }
+    d.appendChild(lazy('Events (' + events.length + ')', !(a.spans && a.spans.length),
+      function (x) {
+        var t = el('table', 'tl'); var h = el('tr');
+        ['seq', 't (s)', 'type', 'actor', 'detail'].forEach(function (c) {
+          h.appendChild(el('th', null, c));
+        });
+        t.appendChild(h);
+        var t0 = null;
+        events.forEach(function (e) {
+          if (typeof e[1] === 'number' && (t0 === null || e[1] < t0)) { t0 = e[1]; }
+        });
+        events.forEach(function (e) {
+          var tr = el('tr');
+          e.forEach(function (v, i) {
+            if (i === 1 && typeof v === 'number') { v = ((v - t0) / 1000).toFixed(3); }
+            tr.appendChild(el('td', null, v));
+          });
+          t.appendChild(tr);
+        });
+        x.appendChild(t);
+      }));
   }
   function entries(d, items, kind) {
     if (!items.length) { note(d, 'No ' + kind + ' recorded.'); return; }
@@ -165,7 +232,7 @@ JS = r"""
     function part(title, items, open, build) {
       box.appendChild(lazy(title + ' (' + items.length + ')', open, build));
     }
-    part('Event timeline', a.events, true, function (d) { timeline(d, a.events); });
+    part('Event timeline', a.events, true, function (d) { timeline(d, a); });
     part('Tool calls', a.tool_calls, true, function (d) {
       entries(d, a.tool_calls, 'tool calls');
     });
@@ -192,20 +259,32 @@ JS = r"""
       body.appendChild(lazy(title, i === 0, function (d) { d.appendChild(attempt(a)); }));
     });
   }
+  function toggle(row, show) {
+    var btn = row.querySelector('button.open'); var drill = row.nextElementSibling;
+    if (show && !row.built) {
+      row.built = true;
+      render(drill.querySelector('.drill-body'), data.tasks[Number(row.getAttribute('data-i'))]);
+    }
+    drill.hidden = !show;
+    btn.setAttribute('aria-expanded', String(show));
+    btn.textContent = show ? 'close' : 'open';
+  }
   document.querySelectorAll('tr.task').forEach(function (row) {
-    var btn = row.querySelector('button.open');
-    var drill = row.nextElementSibling; var built = false;
-    btn.addEventListener('click', function () {
-      var show = drill.hidden;
-      if (show && !built) {
-        built = true;
-        render(drill.querySelector('.drill-body'), data.tasks[Number(row.getAttribute('data-i'))]);
-      }
-      drill.hidden = !show;
-      btn.setAttribute('aria-expanded', String(show));
-      btn.textContent = show ? 'close' : 'open';
+    row.querySelector('button.open').addEventListener('click', function () {
+      toggle(row, row.nextElementSibling.hidden);
     });
   });
+  function openFromHash() {  // report.html#task-<id>: open that task's drill-down
+    var id; try { id = decodeURIComponent(location.hash.slice(1)); } catch (e) { return; }
+    var row = id ? document.getElementById(id) : null;
+    if (!row || !row.classList.contains('task')) { return; }
+    row.hidden = false; toggle(row, true);
+    document.querySelectorAll('tr.task.target').forEach(function (r) {
+      r.classList.remove('target');
+    });
+    row.classList.add('target'); row.scrollIntoView({block: 'start'});
+  }
+  window.addEventListener('hashchange', openFromHash); openFromHash();
   var filter = document.getElementById('task-filter');
   var status = document.getElementById('task-status');
   function apply() {
