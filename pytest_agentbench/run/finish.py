@@ -1,5 +1,6 @@
 """The run's end on the controller: keep the last records, merge events, sweep containers,
-remove work directories, write report_summary.md and report.html.
+remove work directories, write report_summary.md, the output root's index.html and
+report.html.
 
 The steps are independent: one that fails (the Docker engine gone, a report bug) is reported as
 one line and never stops the others.
@@ -47,6 +48,8 @@ def end_run(
         ("remove work directories", lambda: remove_tree(work_root(state.run_id)), ""),
         ("write report_summary.md", lambda: reporting.write_summary(state.path, redactor=redactor),
          ""),
+        # The output root's index.html first, so report.html links back to it; both atomic.
+        ("write the runs index", lambda: write_runs_index(state.path), ""),
         ("write report.html", lambda: reporting.write_html(state.path, redactor=redactor), ""),
     ]
     errors = []
@@ -61,6 +64,13 @@ def end_run(
         with contextlib.suppress(OSError):
             (state.path / "report_error.txt").write_text("".join(f"{e}\n" for e in errors), "utf-8")
     return errors
+
+
+def write_runs_index(run_dir: Path) -> Path:
+    """`<output root>/index.html`, the list of every run there (reporting/html_index.py)."""
+    from pytest_agentbench.reporting.html_index import write_index
+
+    return write_index(run_dir.resolve().parent)
 
 
 def sweep_run(run_id: str, engines: list[EnginePlan] | None = None) -> int:

@@ -106,8 +106,11 @@ def test_html_report_renders_and_drill_down_opens(tmp_path: Path) -> None:
             expect(drill).to_be_hidden()
             row.locator("button.open").click()
             expect(drill).to_be_visible()  # waits, unlike is_visible
-            timeline = drill.locator("details", has_text="Event timeline")
-            expect(timeline.locator("table.tl")).to_be_visible()
+            timeline = drill.locator("details", has_text="Event timeline").first
+            expect(timeline.locator("svg.timeline")).to_be_visible()  # bars, not a table
+            assert timeline.locator("rect.span-tool").count() == 3  # three tool calls
+            assert timeline.locator("svg.timeline text", has_text=" s").count() >= 2  # seconds
+            timeline.locator("summary", has_text="Events (7)").click()
             expect(timeline.locator("td", has_text="task_finished")).to_be_visible()
             tools = drill.locator("details", has_text="Tool calls (3)").first
             expect(tools.locator("summary", has_text="step 1: read_file")).to_be_visible()
@@ -152,6 +155,131 @@ def test_html_report_renders_and_drill_down_opens(tmp_path: Path) -> None:
 
             evil = page.locator('tr.task:has-text("onerror")')
             evil.locator("button.open").click()
+            assert page.evaluate("window.__xss === undefined")
+        finally:
+            browser.close()
+    assert errors == [], errors
+    assert console == [], console
+    assert remote == [], remote
+
+
+EVIL_TASK = "task-<img src=x onerror=window.__xss=11>"
+EVIL_VARIANT = "<script>window.__xss=12</script><img src=x onerror=window.__xss=13>"
+
+
+def _pair_runs(root: Path) -> list[Path]:
+    """Three runs under one output root. A and B differ on task-001, -004, -005, -006, -007
+    and the evil task; costs grow with steps: C (cheapest, 4/9) and B (dearest, 7/9) are on the
+    frontier, A (3/9, dearer than C) is dominated."""
+    runs = []
+    for name, steps, fails in (("a", 3, {1, 3, 4, 5, 7}), ("b", 5, {3, 6}), ("c", 1, {0, 1, 2, 3})):
+        variant = EVIL_VARIANT if name == "b" else f"variant-{name}"
+        recs = [make_record(f"run-{name}", f"task-{i:03d}", "custom-dev", variant, 0, 1,
+                            i not in fails, "TESTS_FAILED" if i in fails else None, steps=steps,
+                            duration=10.0 + i) for i in range(8)]
+        recs.append(make_record(f"run-{name}", EVIL_TASK, "custom-dev", variant, 0, 1,
+                                name == "b", None if name == "b" else "TESTS_FAILED",
+                                steps=steps, duration=3.0))
+        recs[-1]["result"]["summary"] = "" if name == "b" else "<script>window.__xss=14</script>"
+        run = write_run(root / name, recs, variant=variant, run_id=f"run-{name}")
+        runs.append(run)
+    return runs
+
+
+def _watch(page: Any, errors: list[str], console: list[str], remote: list[str]) -> None:
+    page.on("console", lambda m: console.append(f"{m.type}: {m.text}")
+            if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("request", lambda r: remote.append(r.url)
+            if not r.url.startswith(("file:", "data:")) else None)
+
+
+def test_paired_compare_and_index_pages(tmp_path: Path) -> None:
+    from pytest_agentbench.reporting.compare import compare_runs
+    from pytest_agentbench.reporting.html_index import write_index
+    from pytest_agentbench.reporting.html_pages import write_compare_html, write_paired_html
+    from pytest_agentbench.reporting.load import load_runs
+    from pytest_agentbench.reporting.paired import compare
+
+    sync_playwright = _require_browser()
+    root = tmp_path / "out"
+    paths = _pair_runs(root)
+    index = write_index(root)
+    for p in paths:
+        write_html(p)  # after the index: each run page links back to it
+    a, b, c = load_runs(paths, fields="all")
+    pages = tmp_path / "pages"
+    paired = write_paired_html(compare(a, b, resamples=500), pages / "paired.html")
+    comp = write_compare_html(compare_runs([a, b, c], resamples=500), pages / "compare.html")
+    errors: list[str] = []
+    console: list[str] = []
+    remote: list[str] = []
+    shots = Path(os.environ.get("AGENTBENCH_SHOTS", "/tmp"))
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            _watch(page, errors, console, remote)
+
+            page.goto(paired.as_uri())
+            page.wait_for_load_state("load")
+            assert page.locator("h1").inner_text().startswith("Paired: A variant-a vs B <script>")
+            rows = page.locator("tr.pair-task")
+            assert rows.count() == 9
+            discordant = page.locator("tr.pair-task.discordant")
+            assert discordant.count() == 6
+            for i in range(6):  # discordant tasks come first
+                assert "discordant" in (rows.nth(i).get_attribute("class") or "")
+            assert page.locator("tr.pair-task.discordant .cell.b_only").count() == 5
+            assert page.locator('[data-card="mcnemar"] b').inner_text() != "—"
+            page.screenshot(path=str(shots / "agentbench-paired.png"), full_page=True)
+
+            evil_row = page.locator("tr.pair-task", has_text="onerror")
+            evil_row.locator("a.to-b").click()
+            page.wait_for_load_state("load")
+            assert page.url.startswith((root / "b" / "report.html").as_uri())
+            target = page.locator("tr.task.target")
+            expect(target).to_have_count(1)
+            assert "onerror" in target.inner_text()
+            expect(target.locator("xpath=following-sibling::tr[1]")).to_be_visible()
+            assert page.evaluate("window.__xss === undefined")
+
+            page.go_back()
+            page.wait_for_load_state("load")
+            page.locator("tr.pair-task", has_text="task-004").locator("a.to-a").click()
+            page.wait_for_load_state("load")
+            assert page.url.startswith((root / "a" / "report.html").as_uri())
+            target = page.locator("tr.task.target")
+            expect(target).to_contain_text("task-004")
+            drill = target.locator("xpath=following-sibling::tr[1]")
+            expect(drill).to_be_visible()
+            expect(drill.locator("th", has_text="outcome")).to_be_visible()
+            page.screenshot(path=str(shots / "agentbench-run-drilldown.png"))
+
+            page.goto(comp.as_uri())
+            page.wait_for_load_state("load")
+            assert page.locator("table#runs tr.run").count() == 3
+            assert page.locator("circle.point").count() == 3
+            assert page.locator("path.frontier-line").count() == 1
+            assert page.locator("path.error-bar").count() == 3
+            frontier = page.locator("tr.run.on-frontier")
+            assert frontier.count() == 2
+            assert "variant-a" not in frontier.all_inner_texts()[0] + frontier.all_inner_texts()[1]
+            page.screenshot(path=str(shots / "agentbench-compare.png"), full_page=True)
+            page.locator("table#runs a", has_text="variant-c").click()
+            page.wait_for_load_state("load")
+            assert page.locator("h1").inner_text() == "Run run-c"
+
+            page.goto(index.as_uri())
+            page.wait_for_load_state("load")
+            assert page.locator("tr.run-row").count() == 3
+            page.screenshot(path=str(shots / "agentbench-index.png"), full_page=True)
+            page.locator("tr.run-row a", has_text="b").first.click()
+            page.wait_for_load_state("load")
+            assert page.locator("h1").inner_text() == "Run run-b"
+            page.locator("a", has_text="all runs").click()
+            page.wait_for_load_state("load")
+            assert page.url == index.as_uri()
             assert page.evaluate("window.__xss === undefined")
         finally:
             browser.close()

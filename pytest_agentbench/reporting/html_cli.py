@@ -1,0 +1,134 @@
+"""`agentbench report index|paired-html|compare-html`: the HTML pages beyond the run page.
+
+reporting/cli.py calls `add_html_commands(kinds)` with its `report` subparsers. Exit codes as
+the other report commands: 0, or 2 on bad input (no such run or root, a refused pairing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from pytest_agentbench.reporting.names import ReportError
+
+EXIT_OK, EXIT_BAD_INPUT = 0, 2
+_RUN_HELP = "a run directory, a run name in the output root, or `latest`"
+
+
+def _add_out(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, default=None, metavar="DIR",
+                        help="output root where run names and `latest` are looked up (default: "
+                             "ini agentbench_out, else reports/runs, under the project root)")
+
+
+def _add_pairing(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--method", choices=("mcnemar", "bootstrap"), default="mcnemar")
+    parser.add_argument("--missing", choices=("fail", "skip"), default="fail",
+                        help="unpaired tasks or attempts: refuse (fail) or drop them (skip)")
+    parser.add_argument("--allow-mismatch", action="append", default=[], metavar="FIELD",
+                        help="accept a difference in this field (task_commit, image, limits, "
+                             "harness_version); repeatable")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--resamples", type=int, default=10_000)
+    parser.add_argument("--alpha", type=float, default=0.05)
+    parser.add_argument("--infra-as-failure", action="store_true",
+                        help="count infra errors as agent failures instead of excluding them")
+
+
+def add_html_commands(kinds: Any) -> None:
+    """Add `index`, `paired-html` and `compare-html` to the `report` subparsers."""
+    index = kinds.add_parser("index", help="write index.html: every run under the output root")
+    index.add_argument("root", nargs="?", type=Path, default=None,
+                       help="the output root (default: --out, else the project's)")
+    _add_out(index)
+    index.add_argument("-o", "--output", type=Path, default=None, metavar="FILE",
+                       help="where to write it (default: <root>/index.html)")
+    index.set_defaults(func=run_index)
+
+    paired = kinds.add_parser("paired-html", help="the paired page: A vs B per task, as HTML")
+    paired.add_argument("--run-a", required=True, metavar="A", help=f"baseline run: {_RUN_HELP}")
+    paired.add_argument("--run-b", required=True, metavar="B", help=f"variant run: {_RUN_HELP}")
+    _add_out(paired)
+    _add_pairing(paired)
+    paired.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
+    paired.set_defaults(func=run_paired_html)
+
+    comp = kinds.add_parser("compare-html",
+                            help="the compare page: N runs, cost vs pass-rate frontier, as HTML")
+    comp.add_argument("runs", nargs="+", metavar="RUN", help=_RUN_HELP)
+    comp.add_argument("--baseline", default=None, metavar="RUN",
+                      help="the run the others are paired against (default: the first)")
+    _add_out(comp)
+    _add_pairing(comp)
+    comp.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
+    comp.set_defaults(func=run_compare_html)
+
+
+def _fail(exc: Exception) -> int:
+    print(f"agentbench: {exc}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _run_dir(spec: str, args: argparse.Namespace) -> Path:
+    from pytest_agentbench.reporting.runs import resolve_run
+
+    return resolve_run(spec, args.out)
+
+
+def run_index(args: argparse.Namespace) -> int:
+    from pytest_agentbench.reporting.html_index import write_index
+    from pytest_agentbench.reporting.runs import output_root
+
+    try:
+        root = args.root if args.root is not None else output_root(args.out)
+        path = write_index(root, args.output)
+    except ReportError as exc:
+        return _fail(exc)
+    print(f"wrote {path}")
+    return EXIT_OK
+
+
+def run_paired_html(args: argparse.Namespace) -> int:
+    from pytest_agentbench.reporting.html_pages import write_paired_html
+    from pytest_agentbench.reporting.load import load_runs
+    from pytest_agentbench.reporting.paired import compare
+
+    try:
+        run_a, run_b = load_runs([_run_dir(args.run_a, args), _run_dir(args.run_b, args)])
+        report = compare(run_a, run_b, args.method, args.missing, args.allow_mismatch,
+                         args.seed, args.resamples, args.alpha, args.infra_as_failure)
+        path = write_paired_html(report, args.output)
+    except ReportError as exc:
+        return _fail(exc)
+    print(f"wrote {path}")
+    return EXIT_OK
+
+
+def run_compare_html(args: argparse.Namespace) -> int:
+    from pytest_agentbench.reporting.compare import compare_runs
+    from pytest_agentbench.reporting.html_pages import write_compare_html
+    from pytest_agentbench.reporting.load import load_runs
+
+    try:
+        paths = [_run_dir(spec, args) for spec in args.runs]
+        base = 0
+        if args.baseline is not None:
+            wanted = _run_dir(args.baseline, args).resolve()
+            found = [i for i, p in enumerate(paths) if p.resolve() == wanted]
+            if found:
+                base = found[0]
+            else:
+                paths.insert(0, wanted)
+        if len(paths) < 2:
+            raise ReportError("report compare-html needs at least two runs (RUN RUN [RUN...], "
+                              "or one RUN and a --baseline)")
+        runs = load_runs(paths, fields="all")
+        report = compare_runs(runs, base, args.method, args.missing, args.allow_mismatch,
+                              args.seed, args.resamples, args.alpha, args.infra_as_failure)
+        path = write_compare_html(report, args.output)
+    except ReportError as exc:
+        return _fail(exc)
+    print(f"wrote {path}")
+    return EXIT_OK
