@@ -89,8 +89,8 @@ def _field_differences(da: pd.DataFrame, db: pd.DataFrame) -> dict[str, list[str
     compared as aligned arrays; several values for a task fall back to a set comparison.
     """
     columns = [c for cols in _FIELD_COLUMNS.values() for c in cols]
-    ua = da[["task_id", *columns]].drop_duplicates()
-    ub = db[["task_id", *columns]].drop_duplicates()
+    ua = _distinct_per_task(da, ["task_id", *columns])
+    ub = _distinct_per_task(db, ["task_id", *columns])
     single = ua["task_id"].is_unique and ub["task_id"].is_unique
     if single:
         ia, ib = ua.set_index("task_id"), ub.set_index("task_id").reindex(ua["task_id"])
@@ -109,6 +109,25 @@ def _field_differences(da: pd.DataFrame, db: pd.DataFrame) -> dict[str, list[str
             tasks = sorted(set(both.loc[both["_merge"] != "both", "task_id"]))
         out[name] = [_describe(t, ua, ub, cols) for t in tasks[:_EXAMPLES]] + tasks[_EXAMPLES:]
     return out
+
+
+def _distinct_per_task(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """`frame[columns].drop_duplicates()`, without its cost in the usual case where every
+    attempt of a task carries the same values: then one row per task (its first) is the answer.
+    """
+    tid = frame["task_id"]
+    if tid.is_unique:
+        return frame[columns]
+    codes, uniques = pd.factorize(tid)
+    first = np.empty(len(uniques), dtype=np.intp)
+    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # the last write wins: the first row
+    ref = first[codes]
+    for c in columns[1:]:
+        v = frame[c].to_numpy(dtype=object)
+        w = v[ref]
+        if not ((v == w) | (pd.isna(v) & pd.isna(w))).all():
+            return frame[columns].drop_duplicates()
+    return frame[columns].iloc[np.sort(first)]
 
 
 def _describe(task: str, ua: pd.DataFrame, ub: pd.DataFrame, cols: Sequence[str]) -> str:
@@ -214,7 +233,9 @@ def _exclude(pairs: pd.DataFrame, info: dict[str, Any], infra_as_failure: bool) 
         "task_id": kept["task_id"].to_numpy(), "attempt_index": kept["attempt_index"].to_numpy(),
         "suite": kept["suite_a"].to_numpy(), "a_passed": a_pass.to_numpy(),
         "b_passed": b_pass.to_numpy(),
-    }).sort_values(["task_id", "attempt_index"], ignore_index=True)
+    })
+    if not _sorted_by_task_attempt(out):
+        out = out.sort_values(["task_id", "attempt_index"], ignore_index=True)
     exclusions = {
         "rule": ("tasks invalid or flaky in either run are dropped; then pairs with a "
                  "quarantined attempt; then pairs with an infra error "
@@ -226,6 +247,17 @@ def _exclude(pairs: pd.DataFrame, info: dict[str, Any], infra_as_failure: bool) 
         "infra_counted_as_failure": infra_as_failure,
     }
     return Pairing(pairs=out, info=info, exclusions=exclusions)
+
+
+def _sorted_by_task_attempt(frame: pd.DataFrame) -> bool:
+    """Already in (task_id, attempt_index) order? (The outer merge usually leaves it so, and
+    checking is much cheaper than sorting strings again.)"""
+    tid = frame["task_id"]
+    if not tid.is_monotonic_increasing:
+        return False
+    t = tid.to_numpy(dtype=object)
+    same = t[1:] == t[:-1]
+    return bool((np.diff(frame["attempt_index"].to_numpy())[same] > 0).all())
 
 
 def _outcome(pairs: pd.DataFrame) -> pd.Series:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.stats import chi2, ttest_rel
 from scipy.stats import wilcoxon as scipy_wilcoxon
@@ -144,3 +145,20 @@ def test_task_level_counts_infra_only_when_asked(tmp_path: Path) -> None:
     assert dropped["per_task"]["attempts_b"] == [1] and dropped["mean_difference"] == 0.0
     counted = compare(ra, rb, resamples=10, infra_as_failure=True).data["task_level"]
     assert counted["per_task"]["attempts_b"] == [2] and counted["mean_difference"] == -0.5
+
+
+def test_distinct_per_task_equals_drop_duplicates() -> None:
+    from pytest_agentbench.reporting.paired import _distinct_per_task, _sorted_by_task_attempt
+
+    frame = pd.DataFrame({"task_id": ["b", "a", "b", "a", "c"], "image": ["x", "y", "x", "y", None],
+                          "limit": [1.0, 2.0, 1.0, 2.0, np.nan]})
+    cols = ["task_id", "image", "limit"]
+    assert _distinct_per_task(frame, cols).equals(frame[cols].drop_duplicates())
+    frame.loc[2, "image"] = "z"  # task b differs between its attempts: the slow path
+    assert _distinct_per_task(frame, cols).equals(frame[cols].drop_duplicates())
+    one = frame.iloc[[0, 1, 4]]
+    assert _distinct_per_task(one, cols).equals(one[cols])
+    ordered = pd.DataFrame({"task_id": ["a", "a", "b"], "attempt_index": [0, 1, 0]})
+    assert _sorted_by_task_attempt(ordered)
+    assert not _sorted_by_task_attempt(ordered.iloc[[1, 0, 2]])
+    assert not _sorted_by_task_attempt(ordered.iloc[[2, 0, 1]])
