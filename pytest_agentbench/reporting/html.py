@@ -176,6 +176,8 @@ def run_cards(run: Run, d: dict[str, Any]) -> tuple[list[dict[str, str]], list[s
          "sub": f"{usage['total_tokens']:,} tokens; per pass "
                 + ("—" if per_pass is None else f"${per_pass:.4f}"), "note": ""},
     ]
+    if usage["total_tokens"] == 0 and not usage["cost_usd"]:  # the oracle, nop: no model
+        cards[-1].update(value="—", sub="no model calls: no tokens, no cost")
     notes = []
     if hidden_tasks:
         reasons = ", ".join(sorted({str(r) for r in hidden["failure_reason"]}))
@@ -188,6 +190,13 @@ def run_cards(run: Run, d: dict[str, Any]) -> tuple[list[dict[str, str]], list[s
 
 _NOT_SCORED = {"invalid": "task invalid", "flaky": "flaky baseline or verifier",
                "quarantined": "quarantined", "infra": "infrastructure error"}
+
+
+def _why_not_scored(rec: dict[str, Any]) -> str:
+    reason = str(rec["failure_reason"] or "")
+    if reason in ("BASELINE_FLAKY", "VERIFIER_FLAKY"):
+        return reason.split("_")[0].lower() + " flaky"
+    return _NOT_SCORED.get(str(rec["category"]), str(rec["category"]))
 
 
 def _tasks(run: Run, max_tasks: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -218,7 +227,7 @@ def _row(task_id: str, recs: list[dict[str, Any]]) -> dict[str, Any]:
     cls = "pass" if status == "passed" else ("fail" if status == "failed" else "muted")
     shown = f"{passed}/{len(scored)}"
     if not scored:  # nothing scored: say why rather than "0/0"
-        why = sorted({_NOT_SCORED.get(str(r["category"]), str(r["category"])) for r in recs})
+        why = sorted({_why_not_scored(r) for r in recs})
         shown = "not scored: " + ", ".join(why)
     return {"task_id": task_id, "anchor": task_anchor(task_id), "status": status, "cls": cls,
             "suite": suite, "attempts": len(recs), "shown": shown,

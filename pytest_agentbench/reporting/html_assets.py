@@ -84,7 +84,9 @@ JS = r"""
   }
   var KIND_COLOR = {phase: '#8250df', turn: '#9a6700', tool: '#0969da', llm: '#1a7f37',
     delegation: '#bf3989'};
-  function secs(ms) { return (ms / 1000).toFixed(ms >= 10000 ? 0 : 1) + ' s'; }
+  function secs(ms, digits) {
+    return (ms / 1000).toFixed(digits === undefined ? (ms >= 10000 ? 0 : 1) : digits) + ' s';
+  }
   function bars(d, spans) {
     var left = 190, width = 560, rowH = 16, top = 6;
     var end = 0; spans.forEach(function (s) { end = Math.max(end, s[3]); });
@@ -99,7 +101,7 @@ JS = r"""
       var x = left + t / end * width;
       svg.appendChild(svgEl('line', {x1: x, y1: top, x2: x, y2: height - 22, stroke: '#eee'}));
       svg.appendChild(svgEl('text', {x: x, y: height - 8, 'font-size': 10,
-        'text-anchor': 'middle'}, secs(t)));
+        'text-anchor': 'middle'}, secs(t, step >= 1000 ? 0 : (step >= 100 ? 1 : 2))));
     }
     spans.forEach(function (s, i) {
       var y = top + i * rowH;

@@ -52,6 +52,13 @@ def test_cost_panel_says_why_it_is_empty(tmp_path: Path) -> None:
     page = _page(tmp_path, recs)
     assert "No data." not in page
     assert "No model calls in this run" in page
+    assert "no model calls: no tokens, no cost" in page  # the cost card, not "$0.00"
+
+
+def test_flaky_task_says_which_flake(tmp_path: Path) -> None:
+    page = _page(tmp_path, [_rec("t-ok", True), _rec("t-v", False, "VERIFIER_FLAKY"),
+                            _rec("t-b", False, "BASELINE_FLAKY")])
+    assert "not scored: verifier flaky" in page and "not scored: baseline flaky" in page
 
 
 def test_histogram_has_a_y_axis_with_ticks() -> None:
