@@ -1,9 +1,10 @@
 """Read a run directory (`run.json` + `attempts.jsonl`) into one flat pandas DataFrame.
 
-Speed matters (100k records in a couple of seconds): each line is parsed by pydantic-core
-against a flat TypedDict whose fields name the nested values they come from
-(`AliasPath("result", "passed")`), so only those values ever become Python objects; the frame
-is then built once. `fields` names what to parse: "summary", "pairing" or "all".
+Speed matters (100k records: about 2 s to parse, a tenth of that from the cache). The records
+are parsed by record_parse.py (pydantic-core against flat TypedDicts, so only the values a
+report reads become Python objects) and the frame is built once; `fields` names what to parse:
+"summary", "pairing" or "all". The finished frame is cached next to attempts.jsonl
+(frame_cache.py) and reused while that file is unchanged, so a warm load imports no pydantic.
 Full `AttemptRecord` validation of every record (`validate=True`) is optional: it costs more
 than the whole report.
 
@@ -22,17 +23,18 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import hashlib
 import json
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Required
+from typing import Any
 
 import numpy as np
 import pandas as pd
-from pydantic import AliasPath, Field, TypeAdapter, ValidationError
-from typing_extensions import TypedDict  # pydantic needs it for TypedDict before 3.12
 
+import pytest_agentbench.reporting.frame_cache as frame_cache
 from pytest_agentbench.reporting.names import (  # re-exported: load's names since the start
     ATTEMPTS_FILE as ATTEMPTS_FILE,
 )
@@ -43,71 +45,8 @@ from pytest_agentbench.reporting.names import ReportError as ReportError
 from pytest_agentbench.schemas.taxonomy import BLAME, FLAKY_REASONS
 
 CATEGORIES = ("scored", "infra", "invalid", "flaky", "quarantined")
+PROFILES = ("summary", "pairing", "all")
 
-
-def _at(*path: str) -> Any:
-    return Field(validation_alias=AliasPath(*path))
-
-
-class _Base(TypedDict, total=False):
-    """What every report reads (identity and category), flattened; other keys are skipped."""
-
-    run_id: Required[str]
-    task_id: Required[str]
-    suite: Required[str]
-    variant: Required[str]
-    attempt_index: Required[int]
-    harness_version: Required[str]
-    quarantined: str | None
-    passed: Required[Annotated[bool, _at("result", "passed")]]
-    failure_reason: Annotated[str | None, _at("result", "failure_reason")]
-    is_flaky: Annotated[bool, _at("baseline_validation", "is_flaky")]
-
-
-class _Try(TypedDict, total=False):
-    """An earlier try of an attempt (`retried`), set aside after an infra error."""
-
-    engine: str
-    failure_reason: str
-    sub_reason: str | None
-    duration_sec: float
-    artifacts_dir: str | None
-
-
-class _Summary(_Base, total=False):
-    duration_sec: float
-    summary: Annotated[str, _at("result", "summary")]
-    signature: Annotated[list[str], _at("result", "signature")]
-    prompt_tokens: Annotated[int, _at("usage", "prompt_tokens")]
-    completion_tokens: Annotated[int, _at("usage", "completion_tokens")]
-    total_tokens: Annotated[int, _at("usage", "total_tokens")]
-    cost_usd: Annotated[float | None, _at("usage", "cost_usd")]
-    steps: Annotated[int, _at("agent", "steps")]
-    task_dir: Annotated[str, _at("artifact_paths", "task_dir")]
-    engine: str | None
-    retried: list[_Try]
-
-
-class _Pairing(_Base, total=False):
-    task_commit: Required[str]
-    image_digest: Annotated[str | None, _at("image", "digest")]
-    image_id: Annotated[str | None, _at("image", "id")]
-    image_name: Annotated[str, _at("image", "name")]
-    limit_timeout_sec: Annotated[float, _at("limits", "timeout_sec")]
-    limit_tool_timeout_sec: Annotated[float, _at("limits", "tool_timeout_sec")]
-    limit_max_steps: Annotated[float, _at("limits", "max_steps")]
-    limit_cpu_limit: Annotated[float, _at("limits", "cpu_limit")]
-    limit_mem_limit_mb: Annotated[float, _at("limits", "mem_limit_mb")]
-    limit_budgets: Annotated[dict[str, Any], _at("limits", "budgets")]
-
-
-class _All(_Summary, _Pairing, total=False):
-    attempt_id: Required[str]
-    started_at: Annotated[str, _at("timestamps", "started_at")]
-
-
-_PROFILES: dict[str, Any] = {"summary": _Summary, "pairing": _Pairing, "all": _All}
-COLUMNS = tuple(_All.__annotations__)
 _DEFAULTS: dict[str, Any] = {
     "quarantined": None, "duration_sec": 0.0, "failure_reason": None, "summary": "",
     "signature": None, "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0,
@@ -121,13 +60,33 @@ _DEFAULTS: dict[str, Any] = {
 LIMIT_COLUMNS = ("limit_timeout_sec", "limit_tool_timeout_sec", "limit_max_steps",
                  "limit_cpu_limit", "limit_mem_limit_mb", "limit_budgets")
 _INTS = ("attempt_index", "prompt_tokens", "completion_tokens", "total_tokens", "steps")
+_DERIVED = ("image", "retry_engines", "infra_retries", "blame", "task_invalid", "infra",
+            "is_quarantined", "category")
+_FLOATS = ("duration_sec", "cost_usd", *LIMIT_COLUMNS[:-1])
+_BOOLS = ("passed", "is_flaky", "task_invalid", "infra", "is_quarantined")
+# every column of a loaded frame, whatever `fields` parsed (the rest hold defaults), with its
+# dtype (repr); None: text or objects (object or str dtype, as pandas infers it)
+FRAME_COLUMNS: dict[str, str | None] = {
+    name: None for name in ("run_id", "task_id", "suite", "variant", "harness_version",
+                            *_DEFAULTS, *_DERIVED)}
+FRAME_COLUMNS.update({name: repr(np.dtype(np.int64)) for name in (*_INTS, "infra_retries")})
+FRAME_COLUMNS.update({name: repr(np.dtype(np.float64)) for name in _FLOATS})
+FRAME_COLUMNS.update({name: repr(np.dtype(bool)) for name in _BOOLS})
+FRAME_COLUMNS["category"] = repr(pd.CategoricalDtype(CATEGORIES))
+# attempts.jsonl smaller than this is parsed every time (a few ms; no cache file for it)
+CACHE_MIN_BYTES = 1 << 20
+# what makes a cached frame: these modules' source, the libraries building the frame
+_LOADER_SOURCES = ("load.py", "record_parse.py", "frame_cache.py", "../schemas/taxonomy.py")
 
 
-@functools.cache
-def _adapter(fields: str) -> TypeAdapter[Any]:
-    if fields not in _PROFILES:
-        raise ValueError(f"fields must be one of {sorted(_PROFILES)}, got {fields!r}")
-    return TypeAdapter(_PROFILES[fields])
+def __getattr__(name: str) -> Any:
+    """The parser's names, once here (`COLUMNS`, `_adapter`), without importing pydantic
+    until they are asked for."""
+    if name in ("COLUMNS", "_adapter"):
+        import pytest_agentbench.reporting.record_parse as record_parse
+
+        return getattr(record_parse, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -157,14 +116,18 @@ class Run:
         return self._from_records("harness_version") or str(self.meta.get("harness_version", ""))
 
 
-def load_run(run_dir: str | Path, validate: bool = False, fields: Fields = "all") -> Run:
+def load_run(run_dir: str | Path, validate: bool = False, fields: Fields = "all",
+             cache: bool = True) -> Run:
     """Load `run_dir`. Raises `ReportError` naming the file and record on malformed input.
 
     `fields` picks what is parsed: "summary", "pairing" (commit, image, limits) or "all"
     (both, plus attempt ids for the HTML drill-down); columns not parsed hold defaults.
     A truncated last line (a writer killed mid-line) is skipped with a warning; duplicate
     (task_id, attempt_index) rows keep the last one, with a warning (a resumed run).
+    `cache=False` neither reads nor writes the frame cache (frame_cache.py).
     """
+    if fields not in PROFILES:
+        raise ValueError(f"fields must be one of {sorted(PROFILES)}, got {fields!r}")
     path = Path(run_dir)
     if not path.is_dir():
         raise ReportError(f"{path}: not a run directory")
@@ -173,19 +136,78 @@ def load_run(run_dir: str | Path, validate: bool = False, fields: Fields = "all"
     if not attempts_path.is_file():
         raise ReportError(f"{attempts_path}: missing (no attempt was recorded in this run)")
     if validate:
-        _validate(attempts_path)
+        from pytest_agentbench.reporting.record_parse import validate_file
+
+        validate_file(attempts_path)
+    frame, info = _load_attempts(attempts_path, fields, cache)
+    warnings = []
+    if info.get("truncated"):
+        warnings.append(f"{attempts_path}: truncated last line skipped")
+    if info.get("duplicates"):
+        warnings.append(f"{info['duplicates']} duplicate (task_id, attempt_index) record(s); "
+                        "kept the last")
+    return Run(path=path, meta=meta, attempts=frame, warnings=tuple(warnings))
+
+
+def _load_attempts(path: Path, fields: str, cache: bool) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The frame of attempts.jsonl and facts for the warnings: from the cache when it was made
+    from this very file, else parsed (and then cached when the file did not change meanwhile)."""
+    with path.open("rb") as fh:
+        st = os.fstat(fh.fileno())
+        cache = cache and st.st_size >= CACHE_MIN_BYTES
+        if cache:
+            key = {**frame_cache.key_of_open_file(fh), **_loader_key(fields)}
+            hit = frame_cache.read(path, fields, key, FRAME_COLUMNS, owner_uid=st.st_uid)
+            if hit is not None and _load_info(hit[1]):
+                return hit
+        data = fh.read()
+        st = os.fstat(fh.fileno())
+    frame, info = _parse(data, path, fields)
+    if cache:
+        key_now = frame_cache.key_of_data(st, data)
+        if key_now is not None:
+            frame_cache.write(path, fields, {**key_now, **_loader_key(fields)}, frame, info)
+    return frame, info
+
+
+def _parse(data: bytes, path: Path, fields: str) -> tuple[pd.DataFrame, dict[str, Any]]:
+    from pytest_agentbench.reporting.record_parse import parse_jsonl
+
     with _no_gc():  # 100k fresh dicts would trigger many full collections: ~20% of the load
-        records, warnings = _read_jsonl(attempts_path, fields)
-        frame = records_to_frame(records, str(attempts_path), fields)
+        records, truncated = parse_jsonl(data, path, fields)
+        frame = records_to_frame(records, str(path), fields)
         del records
     before = len(frame)
     frame = frame.drop_duplicates(["task_id", "attempt_index"], keep="last")
     frame = frame.reset_index(drop=True)
-    if len(frame) < before:
-        warnings.append(
-            f"{before - len(frame)} duplicate (task_id, attempt_index) record(s); kept the last"
-        )
-    return Run(path=path, meta=meta, attempts=frame, warnings=tuple(warnings))
+    return frame, {"truncated": truncated, "duplicates": before - len(frame)}
+
+
+def _load_info(info: dict[str, Any]) -> bool:
+    """A cached `info` is what `_parse` writes."""
+    return set(info) == {"truncated", "duplicates"} and type(info["truncated"]) is bool \
+        and type(info["duplicates"]) is int and info["duplicates"] >= 0
+
+
+@functools.cache
+def _loader_fingerprint() -> str:
+    """What a cached frame was made by: the loader's source and the pandas and numpy versions."""
+    import pytest_agentbench
+
+    digest = hashlib.sha256()
+    here = Path(__file__).parent
+    for name in _LOADER_SOURCES:
+        try:
+            digest.update((here / name).read_bytes())
+        except OSError:  # no source (a frozen install): the version stands in for it
+            digest.update(name.encode())
+    for part in (getattr(pytest_agentbench, "__version__", ""), pd.__version__, np.__version__):
+        digest.update(str(part).encode() + b"\0")
+    return digest.hexdigest()
+
+
+def _loader_key(fields: str) -> dict[str, Any]:
+    return {"fields": fields, "loader": _loader_fingerprint()}
 
 
 @contextlib.contextmanager
@@ -217,61 +239,6 @@ def read_meta(path: Path) -> dict[str, Any]:
     return data
 
 
-def _read_jsonl(path: Path, fields: str = "all") -> tuple[list[dict[str, Any]], list[str]]:
-    """Parse the records, skipping blank lines and a truncated last line (with a warning).
-
-    One pydantic-core call per line (measured faster than one call on the whole file as an
-    array: the parser's working set stays in cache). If a line fails, the lines are walked
-    again to skip blank ones and name the bad record.
-    """
-    body = path.read_bytes().rstrip()
-    warnings: list[str] = []
-    cut = body.rfind(b"\n")
-    if body and not _is_json(body[cut + 1:]):  # a writer killed mid-line
-        warnings.append(f"{path}: truncated last line skipped")
-        body = body[:max(cut, 0)].rstrip()
-    if not body:
-        return [], warnings
-    lines = body.split(b"\n")
-    validate = _adapter(fields).validate_json
-    try:
-        return [validate(line) for line in lines], warnings
-    except ValidationError:
-        pass
-    records = []
-    for number, line in enumerate((ln for ln in lines if ln.strip()), 1):
-        try:
-            records.append(validate(line))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise ReportError(f"{path}: record {number}: {where}: {first['msg']}") from exc
-    return records, warnings
-
-
-def _is_json(line: bytes) -> bool:
-    try:
-        json.loads(line)
-    except ValueError:
-        return False
-    return True
-
-
-def _validate(path: Path) -> None:
-    """Full pydantic validation of every record (slow; a truncated last line is tolerated)."""
-    from pytest_agentbench.schemas.records import AttemptRecord
-
-    lines = [line for line in path.read_bytes().split(b"\n") if line.strip()]
-    for number, line in enumerate(lines, 1):
-        try:
-            AttemptRecord.model_validate_json(line)
-        except ValidationError as exc:
-            if number == len(lines) and not _is_json(line):
-                continue
-            raise ReportError(f"{path}: record {number} is not a valid AttemptRecord:\n{exc}") \
-                from exc
-
-
 def _canonical_json(values: pd.Series) -> pd.Series:
     """Order-insensitive JSON text of each dict (computed once per distinct repr)."""
     texts = [repr(d) for d in values]
@@ -288,7 +255,9 @@ def records_to_frame(records: list[dict[str, Any]], source: str = "<records>",
 
     Columns outside the `fields` profile are constant defaults (cheap scalar broadcast).
     """
-    parsed = list(_PROFILES[fields].__annotations__)
+    from pytest_agentbench.reporting.record_parse import profile_columns
+
+    parsed = profile_columns(fields)
     frame = pd.DataFrame.from_records(records, columns=parsed)
     for name, default in _DEFAULTS.items():
         if name not in frame:

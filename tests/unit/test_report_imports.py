@@ -35,3 +35,27 @@ def test_summary_imports_neither_scipy_nor_statsmodels(tmp_path: Path) -> None:
                                        for r in records], run_id="w")
     assert _modules(["gate", "--baseline", str(run), "--candidate", str(worse)]) == \
         "1 ['scipy', 'statsmodels']"
+
+
+LOAD = """
+import sys
+import pytest_agentbench.reporting.load as load
+load.CACHE_MIN_BYTES = 0
+run = load.load_run(sys.argv[1], fields=sys.argv[2])
+print(len(run.attempts), sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'scipy',
+                                                                          'statsmodels'}))
+"""
+
+
+def test_a_warm_load_imports_no_pydantic(tmp_path: Path) -> None:
+    """The parser (record_parse.py) is pydantic's; a load from the frame cache needs none of it
+    (about 0.3 s of a cold process). The first load parses, and writes the cache."""
+    records = [make_record("r", f"t{i}", "s", "v", 0, 1, i % 3 > 0,
+                           None if i % 3 else "TESTS_FAILED", 2, 1.0) for i in range(9)]
+    run = write_run(tmp_path / "r", records, run_id="r")
+    for fields in ("summary", "pairing", "all"):
+        argv = [sys.executable, "-c", LOAD, str(run), fields]
+        cold = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+        warm = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+        assert cold.split() == ["9", "['pydantic']"], fields
+        assert warm.split() == ["9", "[]"], fields
