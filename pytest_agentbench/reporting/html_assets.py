@@ -279,7 +279,16 @@ JS = r"""
   function openFromHash() {  // report.html#task-<id>: open that task's drill-down
     var id; try { id = decodeURIComponent(location.hash.slice(1)); } catch (e) { return; }
     var row = id ? document.getElementById(id) : null;
-    if (!row || !row.classList.contains('task')) { return; }
+    var missing = document.getElementById('missing-task');
+    if (missing) { missing.remove(); }
+    if (id.indexOf('task-') === 0 && (!row || !row.classList.contains('task'))) {
+      missing = el('p', 'note', 'Task ' + id.slice(5) + ' is not on this page' +
+        (document.getElementById('more-tasks') ? ' (only the first tasks are shown).' : '.'));
+      missing.id = 'missing-task';
+      document.getElementById('tasks').before(missing);
+      return;
+    }
+    if (!row) { return; }
     row.hidden = false; toggle(row, true);
     document.querySelectorAll('tr.task.target').forEach(function (r) {
       r.classList.remove('target');

@@ -153,6 +153,11 @@ def test_html_report_renders_and_drill_down_opens(tmp_path: Path) -> None:
             assert page.locator("tr.task:visible").count() == 1
             page.select_option("#task-status", "all")
 
+            page.goto(page_path.as_uri() + "#task-no-such-task")
+            page.wait_for_load_state("load")
+            expect(page.locator("#missing-task")).to_have_text(
+                "Task no-such-task is not on this page.")
+
             evil = page.locator('tr.task:has-text("onerror")')
             evil.locator("button.open").click()
             assert page.evaluate("window.__xss === undefined")
