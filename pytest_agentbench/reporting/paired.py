@@ -123,9 +123,12 @@ def _distinct_per_task(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # the last write wins: the first row
     ref = first[codes]
     for c in columns[1:]:
-        v = frame[c].to_numpy(dtype=object)
+        v = frame[c].to_numpy()
+        if v.dtype.kind not in "fiub":
+            v = v.astype(object)
         w = v[ref]
-        if not ((v == w) | (pd.isna(v) & pd.isna(w))).all():
+        differs = v != w  # NaN != NaN: those are checked apart, on the few rows concerned
+        if differs.any() and not (pd.isna(v[differs]) & pd.isna(w[differs])).all():
             return frame[columns].drop_duplicates()
     return frame[columns].iloc[np.sort(first)]
 
