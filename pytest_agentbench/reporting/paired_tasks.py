@@ -135,6 +135,8 @@ def task_level(pairs: pd.DataFrame, codes: npt.NDArray[np.intp], tasks: pd.Index
     a_only, b_only = _fsum(codes, a & ~b, k), _fsum(codes, ~a & b, k)
     has = per_pairs > 0
     mean = float(diffs.mean()) if len(diffs) else math.nan
+    t_test, signed_rank = paired_t(diffs), wilcoxon(diffs)
+    clustered = durkalski(a_only[has], b_only[has], per_pairs[has])
     return {
         "unit": "task", "tasks": int(both.sum()),
         "attempts_a": int(n_a.sum()), "attempts_b": int(n_b.sum()),
@@ -144,17 +146,19 @@ def task_level(pairs: pd.DataFrame, codes: npt.NDArray[np.intp], tasks: pd.Index
         "bootstrap": {"ci_low": _num(float(low)), "ci_high": _num(float(high)),
                       "confidence": 1 - alpha, "resamples": resamples, "seed": seed,
                       "interval": "percentile", "resampled": "tasks"},
-        "t_test": paired_t(diffs),
-        "wilcoxon": wilcoxon(diffs),
-        "clustered_mcnemar": durkalski(a_only[has], b_only[has], per_pairs[has]),
+        "t_test": t_test,
+        "wilcoxon": signed_rank,
+        "clustered_mcnemar": clustered,
         "per_task": {
             "task_id": tasks[both].to_numpy(dtype=object).astype(str).tolist(),
             "attempts_a": n_a[both].astype(np.int64).tolist(),
             "passed_a": c_a[both].astype(np.int64).tolist(),
             "attempts_b": n_b[both].astype(np.int64).tolist(),
             "passed_b": c_b[both].astype(np.int64).tolist(),
+            "rate_a": rate_a[both].tolist(), "rate_b": rate_b[both].tolist(),
         },
-        "summary_line": _task_line(int(both.sum()), mean, low, high, alpha, diffs),
+        "summary_line": _task_line(int(both.sum()), mean, low, high, alpha, t_test,
+                                   signed_rank, clustered),
     }
 
 
@@ -162,13 +166,20 @@ def _pts(x: float) -> str:
     return "—" if math.isnan(x) else f"{x * 100:+.1f} pts"
 
 
+def _p(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.4g}"
+
+
 def _task_line(tasks: int, mean: float, low: float, high: float, alpha: float,
-               diffs: FloatArray) -> str:
+               t_test: dict[str, Any], wilcoxon_: dict[str, Any],
+               clustered: dict[str, Any]) -> str:
     if tasks == 0:
         return "Task level: no task was scored in both runs."
     return (f"Task level (every scored attempt, {tasks} tasks): mean per-task difference B − A "
             f"{_pts(mean)}, {(1 - alpha) * 100:.0f}% cluster-bootstrap CI [{_pts(low)}, "
-            f"{_pts(high)}].")
+            f"{_pts(high)}]; paired t p = {_p(t_test['pvalue'])}, Wilcoxon signed-rank p = "
+            f"{_p(wilcoxon_['pvalue'])}, clustered McNemar (Durkalski 2003) p = "
+            f"{_p(clustered['pvalue'])}.")
 
 
 def power_section(pairs: pd.DataFrame, codes: npt.NDArray[np.intp], alpha: float,

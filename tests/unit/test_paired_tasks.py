@@ -54,6 +54,7 @@ def test_task_level_by_hand(tmp_path: Path) -> None:
     per = tl["per_task"]
     assert per["task_id"] == ["t1", "t2", "t3", "t4"]
     assert per["passed_b"] == [1, 2, 1, 2] and per["attempts_b"] == [3, 3, 1, 2]
+    assert per["rate_a"] == pytest.approx([2 / 3, 0, 1, 1 / 2], abs=1e-15)
     # d_t = B - A per task: -1/3, 2/3 (every B attempt of t2), 0, 1/2 -> mean 5/24
     assert tl["mean_difference"] == pytest.approx(5 / 24, abs=1e-12)
     rate_a = np.array([2 / 3, 0, 1, 1 / 2])
@@ -73,6 +74,7 @@ def test_task_level_by_hand(tmp_path: Path) -> None:
     boot = tl["bootstrap"]
     assert boot["ci_low"] <= 5 / 24 <= boot["ci_high"] and boot["resampled"] == "tasks"
     assert "4 tasks" in tl["summary_line"] and "+20.8 pts" in tl["summary_line"]
+    assert f"Durkalski 2003) p = {chi2.sf(1.0, 1):.4g}" in tl["summary_line"]
 
 
 def test_task_level_is_reproducible_and_seeded(tmp_path: Path) -> None:
