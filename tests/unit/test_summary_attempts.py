@@ -126,3 +126,25 @@ def test_cost_per_solved_task_none_safe(tmp_path: Path) -> None:
     empty = summarize(load_run(write_run(tmp_path / "empty", []))).data
     assert empty["usage"]["cost_per_pass"]["value"] is None and empty["tasks"] == []
     assert empty["pass_rate_clustered"] is None and empty["hardest_tasks"] == []
+
+
+def test_scope_table_equals_a_pandas_groupby(tmp_path: Path) -> None:
+    """The scopes CSV (bincounts and sorted medians) against pandas' groupby, per task."""
+    records = [rec(f"t{t}", i, 4, passed=(t + i) % 3 != 0, cost=None if i == 1 else 0.01 * i)
+               for t in range(5) for i in range(4)]
+    for number, r in enumerate(records):  # distinct durations; even numbers of passes too
+        r["duration_sec"] = 1.0 + (number * 37) % 11
+    run = load_run(write_run(tmp_path / "s", records))
+    table = summarize(run).tables["scopes"].set_index("scope")
+    df = run.attempts.assign(ok=lambda d: d["passed"] & (d["category"] == "scored"))
+    ref = df.groupby("task_id").agg(
+        attempts=("passed", "size"), passed=("ok", "sum"), tokens=("total_tokens", "sum"),
+        cost=("cost_usd", "sum"),
+        ttp=("duration_sec", lambda s: s[df.loc[s.index, "ok"]].median()))
+    for task, row in ref.iterrows():
+        got = table.loc[task]
+        assert (got["attempts"], got["passed"], got["total_tokens"]) == (
+            row["attempts"], row["passed"], row["tokens"])
+        assert got["cost_usd"] == pytest.approx(row["cost"])
+        assert got["median_time_to_pass_sec"] == pytest.approx(row["ttp"], nan_ok=True)
+    assert table.loc["(all)", "attempts"] == 20
