@@ -12,7 +12,9 @@ Stated rules (also written into every summary under `rules`):
   attempts; per-task pass rates carry their own Wilson interval.
 
 Speed: per-task figures are bincounts over task codes computed once (task_index.py), never
-pandas groupbys on the task id strings (100,000 attempts: about 0.5 s, was 2.6 s).
+pandas groupbys on the task id strings. Summarize + markdown over 100,000 attempts (synthetic,
+one attempt per task; shared 2-core box): 0.44 s CPU, 0.94 s wall under load; before, 1.2-1.5 s
+CPU, 1.7-4.0 s wall.
 """
 
 from __future__ import annotations
