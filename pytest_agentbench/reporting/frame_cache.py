@@ -173,7 +173,7 @@ def _encode(frame: pd.DataFrame) -> tuple[dict[str, Any], list[bytes]]:
             spec.update(codec="array", values=add(series.to_numpy()))
         elif isinstance(dtype, np.dtype) and dtype.kind == "O":
             values = series.to_numpy()
-            if {type(v) for v in values} <= {str, type(None)}:
+            if set(map(type, values)) <= {str, type(None)}:
                 spec.update(codec="strings", **_strings(series, add, add_json))
             else:
                 spec.update(codec="json", **_plain_values(values, name, add, add_json))
@@ -185,8 +185,8 @@ def _encode(frame: pd.DataFrame) -> tuple[dict[str, Any], list[bytes]]:
 
 def _strings(series: pd.Series, add: Any, add_json: Any) -> dict[str, Any]:
     codes, uniques = pd.factorize(series, use_na_sentinel=True)
-    values = list(uniques)
-    if not all(type(u) is str for u in values):
+    values = np.asarray(uniques, dtype=object).tolist()
+    if not set(map(type, values)) <= {str}:
         raise Unsupported(f"{series.name}: not str")
     return {"codes": add(_small(codes, len(values))), "uniques": add_json(values)}
 
@@ -206,13 +206,16 @@ def _codes_dtype(distinct: int) -> str:
 
 def _plain_values(values: np.ndarray[Any, Any], name: str, add: Any, add_json: Any
                   ) -> dict[str, Any]:
-    """An object column of plain values as codes into its distinct values (equal values come
-    back as one shared object: the reports only read them)."""
-    for value in values:
-        _check_plain(value, name, top=True)
-    codes, _ = pd.factorize(np.array([repr(v) for v in values], dtype=object))
+    """An object column of plain values as codes into its distinct values, by repr (equal
+    values come back as one shared object: the reports only read them). Every row's type is
+    checked; what a value holds, once per distinct repr."""
+    if not set(map(type, values)) <= {*_SCALARS, list, tuple, dict}:
+        raise Unsupported(f"{name}: not plain")
+    codes, _ = pd.factorize(np.array(list(map(repr, values)), dtype=object))
     firsts = np.unique(codes, return_index=True)[1] if len(codes) else np.array([], dtype=int)
     uniques = [values[i] for i in firsts]
+    for value in uniques:
+        _check_plain(value, name, top=True)
     tuples = [i for i, v in enumerate(uniques) if type(v) is tuple]
     return {"codes": add(_small(codes, len(uniques))), "uniques": add_json([
         list(v) if type(v) is tuple else v for v in uniques]), "tuples": tuples}

@@ -504,6 +504,7 @@ def test_the_cache_is_readable_where_the_records_are(tmp_path: Path) -> None:
     pytest.param({1: "int key"}, id="int key"),
     pytest.param(object(), id="object"),
     pytest.param([b"bytes"], id="bytes"),
+    pytest.param(type("Text", (str,), {})("a str subclass"), id="str subclass"),
 ])
 def test_frames_it_cannot_round_trip_are_not_cached(tmp_path: Path, value: Any) -> None:
     path = tmp_path / "attempts.jsonl"
