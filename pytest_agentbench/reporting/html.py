@@ -154,9 +154,25 @@ def run_cards(run: Run, d: dict[str, Any]) -> tuple[list[dict[str, str]], list[s
                 & df["failure_reason"].isin([str(r.value) for r in FLAKY_REASONS])]
     hidden_tasks = int(hidden["task_id"].nunique())
     per_pass = usage["cost_per_pass_usd"]
+    per_pass_ci = usage.get("cost_per_pass") or {}
+    clustered = d.get("pass_rate_clustered")
+    rate_sub = f"{pr['passed']}/{pr['scored']} scored attempts, Wilson 95% {ci}"
+    rate_note = ""
+    if clustered:  # several attempts per task: they are not independent, the headline is this
+        rate_sub = (f"{pr['passed']}/{pr['scored']} scored attempts on {clustered['tasks']} "
+                    f"tasks, clustered by task 95% [{pct(clustered['ci_low'])}, "
+                    f"{pct(clustered['ci_high'])}]")
+        rate_note = (f"Attempts of one task are not independent: the interval is clustered by "
+                     f"task ({clustered['method']}); per attempt (Wilson) it would be {ci}.")
+    cost_sub = f"{usage['total_tokens']:,} tokens; per pass " + (
+        "—" if per_pass is None else f"${per_pass:.4f}")
+    if per_pass is not None and per_pass_ci.get("ci_low") is not None:
+        high = per_pass_ci.get("ci_high")
+        cost_sub += (f" [${per_pass_ci['ci_low']:.4f}, "
+                     + ("unbounded" if high is None else f"${high:.4f}") + "]")
     cards = [
         {"key": "pass-rate", "label": "pass rate", "value": pct(pr["rate"]),
-         "sub": f"{pr['passed']}/{pr['scored']} scored attempts, Wilson 95% {ci}", "note": ""},
+         "sub": rate_sub, "note": rate_note},
         {"key": "tasks", "label": "tasks", "value": str(c["tasks"]),
          "sub": f"{c['attempts']} attempts · {cats.get('scored', 0)} with scored attempts",
          "note": ""},
@@ -173,8 +189,7 @@ def run_cards(run: Run, d: dict[str, Any]) -> tuple[list[dict[str, str]], list[s
          "sub": ("attempts, excluded" if d["rules"]["infra_errors"] == "excluded"
                  else "attempts, counted as failures"), "note": ""},
         {"key": "cost", "label": "cost", "value": f"${usage['cost_usd']:.2f}",
-         "sub": f"{usage['total_tokens']:,} tokens; per pass "
-                + ("—" if per_pass is None else f"${per_pass:.4f}"), "note": ""},
+         "sub": cost_sub, "note": ""},
     ]
     if usage["total_tokens"] == 0 and not usage["cost_usd"]:  # the oracle, nop: no model
         cards[-1].update(value="—", sub="no model calls: no tokens, no cost")

@@ -130,3 +130,33 @@ def test_run_without_attempts_renders(tmp_path: Path, n: int) -> None:
     if n == 0:
         (run / "attempts.jsonl").unlink()
     assert "<h1>Run" in write_html(run).read_text()
+
+
+def test_several_attempts_per_task_show_the_clustered_interval(tmp_path: Path) -> None:
+    # 3 tasks x 3 attempts: the pass-rate card quotes the interval clustered by task (the
+    # summary's headline then), and still says what the per-attempt Wilson interval would be
+    records = [_rec(t, ok, None if ok else "TESTS_FAILED", attempt=i, attempts=3)
+               for t, outcomes in (("a", (1, 1, 1)), ("b", (0, 0, 0)), ("c", (1, 0, 1)))
+               for i, ok in enumerate(map(bool, outcomes))]
+    run = load_run(write_run(tmp_path / "run", records, variant="v", run_id="r"))
+    summary = summarize(run)
+    clustered = summary.data["pass_rate_clustered"]
+    assert summary.data["rules"]["headline_interval"] == "pass_rate_clustered"
+    page = render_html(run, summary)
+    low, high = clustered["ci_low"] * 100, clustered["ci_high"] * 100
+    assert f"clustered by task 95% [{low:.1f}%, {high:.1f}%]" in page
+    assert "5/9 scored attempts on 3 tasks" in page
+
+
+def test_one_attempt_per_task_keeps_wilson_and_cost_per_pass_has_its_interval(
+        tmp_path: Path) -> None:
+    records = [_rec(f"t{i}", i % 2 == 0, None if i % 2 == 0 else "TESTS_FAILED")
+               for i in range(8)]
+    run = load_run(write_run(tmp_path / "run", records, variant="v", run_id="r"))
+    summary = summarize(run)
+    page = render_html(run, summary)
+    assert "clustered by task" not in page and "Wilson 95%" in page
+    per_pass = summary.data["usage"]["cost_per_pass"]
+    assert per_pass["ci_low"] is not None and per_pass["ci_high"] is not None
+    assert (f"per pass ${per_pass['value']:.4f} [${per_pass['ci_low']:.4f}, "
+            f"${per_pass['ci_high']:.4f}]") in page
