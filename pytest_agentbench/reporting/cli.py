@@ -22,23 +22,25 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.reporting.cli_args import RUN_HELP, add_out, add_pairing
 from pytest_agentbench.reporting.names import Fields, ReportError
 
 EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 
 
-_RUN_HELP = "a run directory, a run name in the output root, or `latest`"
 
 
 def add_report_commands(subparsers: Any) -> None:
     """Add `report` (summary, html, paired) and `gate` to an argparse subparsers object."""
     report = subparsers.add_parser("report", help="summary and paired reports over run dirs")
-    kinds = report.add_subparsers(dest="report_kind", metavar="{summary,html,paired,compare}")
+    kinds = report.add_subparsers(
+        dest="report_kind",
+        metavar="{summary,html,paired,compare,index,paired-html,compare-html}")
     kinds.required = True
 
     summary = kinds.add_parser("summary", help="pass rates, taxonomy, costs of one run")
     summary.add_argument("--run", default="latest", metavar="RUN",
-                         help=f"{_RUN_HELP} (default: latest)")
+                         help=f"{RUN_HELP} (default: latest)")
     _add_format(summary, ("md", "csv", "json", "html"))
     summary.add_argument("--infra-as-failure", action="store_true",
                          help="count infra errors (SANDBOX_ERROR, LLM_ERROR) as agent failures "
@@ -49,37 +51,41 @@ def add_report_commands(subparsers: Any) -> None:
 
     html = kinds.add_parser("html", help="write the run's self-contained report.html")
     html.add_argument("--run", default="latest", metavar="RUN",
-                      help=f"{_RUN_HELP} (default: latest)")
-    _add_out(html)
+                      help=f"{RUN_HELP} (default: latest)")
+    add_out(html)
     html.add_argument("-o", "--output", type=Path, default=None, metavar="FILE",
                       help="where to write it (default: <run dir>/report.html)")
     html.set_defaults(func=_run_html)
 
     paired = kinds.add_parser("paired", help="paired comparison of two runs (A vs B)")
-    paired.add_argument("--run-a", required=True, metavar="A", help=f"baseline run: {_RUN_HELP}")
-    paired.add_argument("--run-b", required=True, metavar="B", help=f"variant run: {_RUN_HELP}")
+    paired.add_argument("--run-a", required=True, metavar="A", help=f"baseline run: {RUN_HELP}")
+    paired.add_argument("--run-b", required=True, metavar="B", help=f"variant run: {RUN_HELP}")
     paired.add_argument("--method", choices=("mcnemar", "bootstrap"), default="mcnemar",
                         help="primary test (both are always reported; default mcnemar)")
-    _add_pairing(paired)
+    add_pairing(paired)
     _add_format(paired, ("md", "csv", "json"))
     paired.set_defaults(func=_run_paired)
 
     comp = kinds.add_parser("compare", help="side by side: N runs, paired tests vs a baseline")
-    comp.add_argument("runs", nargs="+", metavar="RUN", help=f"two or more runs: {_RUN_HELP}")
+    comp.add_argument("runs", nargs="+", metavar="RUN", help=f"two or more runs: {RUN_HELP}")
     comp.add_argument("--baseline", default=None, metavar="RUN",
                       help="the run the others are tested against (default: the first; a run "
                            "not among RUN... is added in front)")
     comp.add_argument("--method", choices=("mcnemar", "bootstrap"), default="mcnemar",
                       help="primary paired test (both are always reported; default mcnemar)")
-    _add_pairing(comp)
+    add_pairing(comp)
     _add_format(comp, ("md", "csv", "json"))
     comp.add_argument("--csv", type=Path, default=None, metavar="FILE",
                       help="also write the full table (every run and scope) as CSV here")
     comp.set_defaults(func=_run_compare)
 
+    from pytest_agentbench.reporting.html_cli import add_html_commands
+
+    add_html_commands(kinds)  # index, paired-html, compare-html
+
     gate = subparsers.add_parser("gate", help="regression gate: exit 1 if the candidate regressed")
-    gate.add_argument("--baseline", required=True, metavar="A", help=f"baseline: {_RUN_HELP}")
-    gate.add_argument("--candidate", required=True, metavar="B", help=f"candidate: {_RUN_HELP}")
+    gate.add_argument("--baseline", required=True, metavar="A", help=f"baseline: {RUN_HELP}")
+    gate.add_argument("--candidate", required=True, metavar="B", help=f"candidate: {RUN_HELP}")
     gate.add_argument("--max-drop", type=float, default=None,
                       help="largest allowed drop in pass rate, A - B (default 0.05 when "
                            "--margin is not given)")
@@ -89,7 +95,7 @@ def add_report_commands(subparsers: Any) -> None:
     gate.add_argument("--inconclusive-ok", action="store_true",
                       help="exit 0 instead of 3 when the data cannot tell a regression of the "
                            "allowed size from none (too few tasks or attempts)")
-    _add_pairing(gate)
+    add_pairing(gate)
     _add_format(gate, ("md", "csv", "json"))
     gate.set_defaults(func=_run_gate)
     _add_plan(subparsers)
@@ -102,7 +108,7 @@ def _add_plan(subparsers: Any) -> None:
                     "from two pilot runs their observed discordance; from one, B is assumed to "
                     "be A shifted by --effect.")
     plan.add_argument("pilots", nargs="+", metavar="PILOT",
-                      help=f"one or two pilot runs (A [B]): {_RUN_HELP}")
+                      help=f"one or two pilot runs (A [B]): {RUN_HELP}")
     plan.add_argument("--effect", type=float, default=0.05,
                       help="difference in pass rate to detect (default 0.05 = 5 points)")
     plan.add_argument("--alpha", type=float, default=0.05, help="two-sided level (default 0.05)")
@@ -122,15 +128,9 @@ def _add_plan(subparsers: Any) -> None:
     plan.set_defaults(func=_run_plan)
 
 
-def _add_out(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, default=None, metavar="DIR",
-                        help="output root where run names and `latest` are looked up (default: "
-                             "ini agentbench_out, else reports/runs, under the project root)")
-
-
 def _add_format(parser: argparse.ArgumentParser, formats: Sequence[str]) -> None:
     parser.add_argument("--format", choices=formats, default="md")
-    _add_out(parser)
+    add_out(parser)
     parser.add_argument("-o", "--output", type=Path, default=None, metavar="FILE",
                         help="write the report here instead of standard output")
 
@@ -148,21 +148,6 @@ def _run_dir(spec: str, args: argparse.Namespace) -> Path:
         raise ReportError(f"--out {out}: --out is the output root (a directory of runs); "
                           "write the report to a file with --output FILE")
     return resolve_run(spec, out)
-
-
-def _add_pairing(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--missing", choices=("skip", "fail"), default="fail",
-                        help="tasks or attempts present in only one run: drop them (skip) or "
-                             "refuse (fail, default)")
-    parser.add_argument("--allow-mismatch", action="append", default=[], metavar="FIELD",
-                        choices=("task_commit", "image", "limits", "harness_version"),
-                        help="accept a difference in this pairing field (repeatable)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    parser.add_argument("--resamples", type=int, default=10_000,
-                        help="bootstrap resamples (default 10000)")
-    parser.add_argument("--alpha", type=float, default=0.05, help="significance level")
-    parser.add_argument("--infra-as-failure", action="store_true",
-                        help="count infra errors as failures instead of dropping those pairs")
 
 
 def _emit(text: str, out: Path | None) -> None:

@@ -11,30 +11,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.reporting.cli_args import RUN_HELP, add_out, add_pairing
 from pytest_agentbench.reporting.names import ReportError
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
-_RUN_HELP = "a run directory, a run name in the output root, or `latest`"
 
 
-def _add_out(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, default=None, metavar="DIR",
-                        help="output root where run names and `latest` are looked up (default: "
-                             "ini agentbench_out, else reports/runs, under the project root)")
-
-
-def _add_pairing(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--method", choices=("mcnemar", "bootstrap"), default="mcnemar")
-    parser.add_argument("--missing", choices=("fail", "skip"), default="fail",
-                        help="unpaired tasks or attempts: refuse (fail) or drop them (skip)")
-    parser.add_argument("--allow-mismatch", action="append", default=[], metavar="FIELD",
-                        help="accept a difference in this field (task_commit, image, limits, "
-                             "harness_version); repeatable")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--resamples", type=int, default=10_000)
-    parser.add_argument("--alpha", type=float, default=0.05)
-    parser.add_argument("--infra-as-failure", action="store_true",
-                        help="count infra errors as agent failures instead of excluding them")
+def _pairing_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--method", choices=("mcnemar", "bootstrap"), default="mcnemar",
+                        help="primary paired test (both are always reported; default mcnemar)")
+    add_pairing(parser)
 
 
 def add_html_commands(kinds: Any) -> None:
@@ -42,26 +28,26 @@ def add_html_commands(kinds: Any) -> None:
     index = kinds.add_parser("index", help="write index.html: every run under the output root")
     index.add_argument("root", nargs="?", type=Path, default=None,
                        help="the output root (default: --out, else the project's)")
-    _add_out(index)
+    add_out(index)
     index.add_argument("-o", "--output", type=Path, default=None, metavar="FILE",
                        help="where to write it (default: <root>/index.html)")
     index.set_defaults(func=run_index)
 
     paired = kinds.add_parser("paired-html", help="the paired page: A vs B per task, as HTML")
-    paired.add_argument("--run-a", required=True, metavar="A", help=f"baseline run: {_RUN_HELP}")
-    paired.add_argument("--run-b", required=True, metavar="B", help=f"variant run: {_RUN_HELP}")
-    _add_out(paired)
-    _add_pairing(paired)
+    paired.add_argument("--run-a", required=True, metavar="A", help=f"baseline run: {RUN_HELP}")
+    paired.add_argument("--run-b", required=True, metavar="B", help=f"variant run: {RUN_HELP}")
+    add_out(paired)
+    _pairing_options(paired)
     paired.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
     paired.set_defaults(func=run_paired_html)
 
     comp = kinds.add_parser("compare-html",
                             help="the compare page: N runs, cost vs pass-rate frontier, as HTML")
-    comp.add_argument("runs", nargs="+", metavar="RUN", help=_RUN_HELP)
+    comp.add_argument("runs", nargs="+", metavar="RUN", help=RUN_HELP)
     comp.add_argument("--baseline", default=None, metavar="RUN",
                       help="the run the others are paired against (default: the first)")
-    _add_out(comp)
-    _add_pairing(comp)
+    add_out(comp)
+    _pairing_options(comp)
     comp.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
     comp.set_defaults(func=run_compare_html)
 

@@ -32,7 +32,7 @@ GATE_COLUMNS = [
     "baseline_run_id", "candidate_run_id", "regression", "exit_code", "max_drop", "margin",
     "alpha", "observed_drop", "drop_upper_bound", "pairs", "tasks", "pass_rate_a", "pass_rate_b",
     "mcnemar_test", "mcnemar_pvalue", "bootstrap_ci_low", "bootstrap_ci_high", "seed",
-    "resamples",
+    "resamples", "outcome", "mde",
 ]
 
 
@@ -264,8 +264,10 @@ def paired_markdown(data: dict[str, Any], heading: str = "#") -> str:
            f"{bs['seed']}): {bs['confidence'] * 100:.0f}% CI for B − A "
            f"[{_signed_pts(bs['ci_low'])}, {_signed_pts(bs['ci_high'])}].",
            f"- Primary method: {data['method']}; at alpha = {data['alpha']} the difference is "
-           f"**{'significant' if data['significant'] else 'not significant'}**.", ""]
-    return "\n".join(out)
+           f"**{'significant' if data['significant'] else 'not significant'}**."]
+    out += [f"- {data[key]['summary_line']}" for key in ("power", "task_level")
+            if (data.get(key) or {}).get("summary_line")]
+    return "\n".join([*out, ""])
 
 
 def _signed_pts(x: float | None) -> str:
@@ -301,6 +303,7 @@ def gate_row(data: dict[str, Any]) -> dict[str, Any]:
         "mcnemar_pvalue": p["mcnemar"]["pvalue"], "bootstrap_ci_low": p["bootstrap"]["ci_low"],
         "bootstrap_ci_high": p["bootstrap"]["ci_high"], "seed": p["bootstrap"]["seed"],
         "resamples": p["bootstrap"]["resamples"],
+        "outcome": data["outcome"], "mde": data["mde"],
     }
 
 
@@ -315,7 +318,7 @@ def render_gate(result: GateResult, fmt: str) -> str:
         writer.writerow({k: ("" if v is None else v) for k, v in json_safe(gate_row(data)).items()})
         return buf.getvalue()
     if fmt == "md":
-        head = "REGRESSION" if data["regression"] else "OK"
+        head = str(data["outcome"]).upper()  # REGRESSION, INCONCLUSIVE or OK
         return "\n".join([f"# Regression gate: {head}", "", para(data["verdict"]), "",
                           paired_markdown(data["paired"], heading="##")])
     raise ValueError(f"unknown format {fmt!r}")

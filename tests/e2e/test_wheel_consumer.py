@@ -140,11 +140,11 @@ def test_a_consumer_project_installs_the_wheel_runs_commits_and_gates(
     mark = time.monotonic()
     gate = subprocess.run(
         [str(bin_dir / "agentbench"), "gate", "--baseline", str(first.path),
-         "--candidate", str(second.path), "--format", "json"],
+         "--candidate", str(second.path), "--format", "json", "--inconclusive-ok"],
         cwd=consumer, env=env, capture_output=True, text=True, timeout=300,
     )
     timings["gate"] = time.monotonic() - mark
     assert gate.returncode == 0, gate.stdout[-3000:] + gate.stderr[-3000:]
-    assert json.loads(gate.stdout), gate.stdout[:2000]
+    assert json.loads(gate.stdout)["outcome"] in ("ok", "inconclusive"), gate.stdout[:2000]
     timings["total"] = time.monotonic() - start
     print("wheel consumer timings: " + ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()))
