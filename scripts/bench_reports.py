@@ -11,10 +11,13 @@ Makes two paired runs of `--records` attempts each (unless `--dir` already holds
 - paired (target 1 s): warm loads of both runs + pairing checks + McNemar + 10,000-resample
   bootstrap + markdown; gate: the same plus the verdict;
 - the summarize, compare and rendering steps on their own;
-and then `agentbench report summary` as a cold process (target 2 s, with the cache warm; also
-with it cold) and a cold `agentbench gate`. A cold process's CPU is the child's: compare it, not
-wall time, on a busy box. Wall and CPU seconds (CPU includes child processes) are printed, min
-and median of `--repeat` runs, and each target's ratio (best wall / target: <= 1.00 meets it).
+and then `agentbench report summary` as a cold process (target 2 s, with the cache warm and
+every module's bytecode cached; also with no bytecode, and with the cache cold) and a cold
+`agentbench gate`. Child processes keep their bytecode under DIR/pycache (PYTHONPYCACHEPREFIX):
+the environment's own site-packages is never written. A cold process's CPU is the child's:
+compare it, not wall time, on a busy box. Wall and CPU seconds (CPU includes child processes)
+are printed, min and median of `--repeat` runs, and each target's ratio (best wall / target:
+<= 1.00 meets it).
 Nothing here aborts on a slow or failed step: it is printed. `--check` exits 1 when a target is
 missed (only when asked).
 """
@@ -22,6 +25,7 @@ missed (only when asked).
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
 import statistics
@@ -182,25 +186,40 @@ def main(argv: list[str] | None = None) -> int:
         table.row(name, timed(fn, args.repeat, before), target)
 
     cli = agentbench_command()
+    compiled = root / "pycache"  # bytecode of this benchmark's child processes
+    fresh = Path(tempfile.mkdtemp(prefix="agentbench-no-pycache-"))  # stays empty
 
-    def process(argv: list[str]) -> Callable[[], None]:
+    def process(argv: list[str], bytecode: bool = True) -> Callable[[], None]:
+        """A cold process running `agentbench ARGV`, with the bytecode of every module cached
+        (what pip's install-time compile or any earlier run gives) or with none (every import
+        compiled from source: PYTHONDONTWRITEBYTECODE=1 over a venv installed without it)."""
+        env = dict(os.environ, PYTHONPYCACHEPREFIX=str(compiled if bytecode else fresh))
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        if not bytecode:
+            env["PYTHONDONTWRITEBYTECODE"] = "1"
+
         def run() -> None:
-            done = subprocess.run(cli + argv, check=False, capture_output=True, text=True)
+            done = subprocess.run(cli + argv, check=False, capture_output=True, text=True,
+                                  env=env)
             if done.returncode not in (0, 1, 3):  # the gate: 1 regression, 3 inconclusive
                 raise RuntimeError(f"exit {done.returncode}: {done.stderr.strip()[-300:]}")
         return run
 
     summary_argv = ["report", "summary", "--run", str(a), "--output",
                     str(root / "bench_summary.md")]
+    gate_argv = ["gate", "--baseline", str(a), "--candidate", str(b), "--output",
+                 str(root / "bench_gate.md")]
+    for argv in (summary_argv, gate_argv):  # compile the bytecode once, untimed
+        process(argv)()
     table.row("cold process: report summary, warm cache", timed(process(summary_argv),
                                                                 args.repeat),
               COLD_PROCESS_TARGET, "  (interpreter + imports + the above)")
+    table.row("  the same, no bytecode (all compiled)",
+              timed(process(summary_argv, bytecode=False), args.repeat))
     table.row("cold process: report summary, cold cache",
               timed(process(summary_argv), args.repeat, lambda: drop_caches(a, fields="summary")))
     load_runs([a, b], fields="pairing")
-    table.row("cold process: gate, warm cache", timed(process(
-        ["gate", "--baseline", str(a), "--candidate", str(b), "--output",
-         str(root / "bench_gate.md")]), args.repeat))
+    table.row("cold process: gate, warm cache", timed(process(gate_argv), args.repeat))
     if table.missed:
         print(f"\ntargets missed: {', '.join(table.missed)}")
     return 1 if table.missed and args.check else 0

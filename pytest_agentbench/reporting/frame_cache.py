@@ -336,7 +336,7 @@ def _decode(header: dict[str, Any], data: bytearray, expected: Mapping[str, str 
         name, codec, dtype = spec["name"], spec["codec"], spec["dtype"]
         column: pd.Series
         if codec == "array":
-            column = pd.Series(array(spec["values"], _numeric_dtype(dtype)), copy=True)
+            column = pd.Series(array(spec["values"], _numeric_dtype(dtype)), copy=False)
         elif codec == "category":
             cats = loads(spec["categories"])
             if not isinstance(cats, list) or not all(type(c) is str for c in cats):
