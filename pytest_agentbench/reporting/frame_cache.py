@@ -96,6 +96,7 @@ def write(attempts: Path, fields: str, key: dict[str, Any], frame: pd.DataFrame,
     target = cache_path(attempts, fields)
     tmp = None
     try:
+        _remove_stale_tmp(attempts.parent, fields)
         src = os.stat(attempts)
         fd, tmp = tempfile.mkstemp(prefix=f".attempts.{fields}.", suffix=".tmp",
                                    dir=attempts.parent)
@@ -112,6 +113,20 @@ def write(attempts: Path, fields: str, key: dict[str, Any], frame: pd.DataFrame,
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
     return True
+
+
+STALE_TMP_SEC = 3600.0
+
+
+def _remove_stale_tmp(directory: Path, fields: str) -> None:
+    """Temporary files of writers killed mid-write (an hour old: none is still being written)."""
+    import time
+
+    now = time.time()
+    for tmp in directory.glob(f".attempts.{fields}.*.tmp"):
+        with contextlib.suppress(OSError):
+            if tmp.is_file() and not tmp.is_symlink() and now - tmp.stat().st_mtime > STALE_TMP_SEC:
+                tmp.unlink()
 
 
 def _write_file(out: BinaryIO, header: dict[str, Any], buffers: list[bytes]) -> None:

@@ -540,3 +540,14 @@ def test_frame_cache_round_trips_odd_values(tmp_path: Path) -> None:
     assert frame_cache.read(path, "all", {"k": 1}, dict(schema, f=None)) is None  # f is text?
     assert frame_cache.read(path, "all", {"k": 1}, {"obj": None}) is None  # other columns
 
+
+
+def test_temporary_files_of_killed_writers_are_removed(tmp_path: Path) -> None:
+    run = RUNS["a single record"](tmp_path / "run")
+    old, young = run / ".attempts.all.dead1.tmp", run / ".attempts.all.live1.tmp"
+    for path in (old, young):
+        path.write_bytes(b"half a cache")
+    os.utime(old, (1.0, 1.0))
+    load_run(run)
+    assert not old.exists() and young.exists()
+    assert frame_cache.cache_path(run / "attempts.jsonl", "all").is_file()
