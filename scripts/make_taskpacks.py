@@ -4,7 +4,8 @@
 Two small libraries, each a git bundle in `taskpacks/_shared/`: `minilib.bundle` (sources in
 taskpack_sources.py; custom-dev and custom-heldout) and `tallylib.bundle`, an installable package
 (taskpack_tallylib.py; custom-setups). A library's `main` branch is correct; every task has a
-branch `task/<id>` with one commit that breaks something. A task pins that commit, and its
+branch `task/<id>` with one commit that breaks something (and, for a task fixed later, the
+commits of its `then` list on top). A task pins that commit, and its
 `oracle.patch` is the reverse diff of the non-test files. Fixed author and dates make the commit
 ids stable, so task.yaml files can pin them; a library's ids do not depend on the other's.
 
@@ -93,6 +94,10 @@ def make_library(name: str, tmp: Path) -> None:
         write(repo, task["bug"])
         git(repo, "add", "-A")
         git(repo, "commit", "-q", "-m", f"task {task_id}: {task['title']}")
+        for message, files in task.get("then", []):  # later fixes to the task, pinned last
+            write(repo, files)
+            git(repo, "add", "-A")
+            git(repo, "commit", "-q", "-m", f"task {task_id}: {message}")
         commit = git(repo, "rev-parse", "HEAD").strip()
         print(f"{task_id} {commit}")
         suite_dir = ROOT / "taskpacks" / task["suite"] / task_id

@@ -238,6 +238,90 @@ def test_second_half():
     assert RUN % 2 == 1, "fails on even runs"
 '''
 
+# The flaky-baseline task's second commit: one run counter per checkout, so concurrent attempts in
+# the unisolated local sandbox (which share /tmp) cannot advance each other's run numbers.
+FLAKY_TEST_PER_CHECKOUT = '''import hashlib
+import tempfile
+from pathlib import Path
+
+# One counter per checkout: concurrent attempts that share a /tmp (the unisolated local
+# sandbox) must not advance each other's run numbers.
+_CHECKOUT = str(Path(__file__).resolve().parent.parent)
+COUNTER = Path(tempfile.gettempdir()) / (
+    "minilib-flaky-" + hashlib.sha256(_CHECKOUT.encode()).hexdigest()[:16]
+)
+
+
+def _run_number():
+    n = int(COUNTER.read_text()) + 1 if COUNTER.exists() else 1
+    COUNTER.write_text(str(n))
+    return n
+
+
+RUN = _run_number()
+
+
+def test_first_half():
+    assert RUN % 2 == 0, "fails on odd runs"
+
+
+def test_second_half():
+    assert RUN % 2 == 1, "fails on even runs"
+'''
+
+# custom-verifier (issue 14.3, --agentbench-regrade): minilib/tags.py is new on these branches.
+# parse_tags keeps case (the bug); format_tags joins a set in iteration order (flaky-verifier:
+# its test passes under PYTHONHASHSEED=0 only) or sorted (stable-verifier: under every seed).
+TAGS_BUGGY = '''"""Tags: the distinct labels of a comma-separated list."""
+
+
+def parse_tags(text):
+    """The distinct tags of `text`: stripped, lower-cased, empty ones dropped."""
+    return {tag.strip() for tag in text.split(",") if tag.strip()}
+
+
+def format_tags(tags):
+    """The tags as one comma-separated line."""
+    return ", ".join(tags)
+'''
+TAGS_TEST_SET_ORDER = '''from minilib.tags import format_tags, parse_tags
+
+
+def test_parse_tags():
+    assert parse_tags("Red, green,, BLUE, red") == {"red", "green", "blue"}
+
+
+def test_format_tags():
+    assert format_tags(parse_tags("Red, green, BLUE, red")) == "red, blue, green"
+'''
+TAGS_SORTED_BUGGY = '''"""Tags: the distinct labels of a comma-separated list."""
+
+
+def parse_tags(text):
+    """The distinct tags of `text`: stripped, lower-cased, empty ones dropped."""
+    return {tag.strip() for tag in text.split(",") if tag.strip()}
+
+
+def format_tags(tags):
+    """The tags as one comma-separated line, sorted."""
+    return ", ".join(sorted(tags))
+'''
+TAGS_TEST_SORTED = '''from minilib.tags import format_tags, parse_tags
+
+
+def test_parse_tags():
+    assert parse_tags("Red, green,, BLUE, red") == {"red", "green", "blue"}
+
+
+def test_format_tags():
+    assert format_tags(parse_tags("Red, green, BLUE, red")) == "blue, green, red"
+'''
+
+
+def _fixed_tags(source: str) -> str:
+    return source.replace("{tag.strip() for", "{tag.strip().lower() for")
+
+
 TASKS: dict[str, dict] = {
     "fix-mean-off-by-one": {
         "suite": "custom-dev", "title": "mean divides by n - 1",
@@ -291,6 +375,8 @@ minilib.truncate_words = _truncate_words
     "flaky-baseline": {
         "suite": "custom-dev", "title": "a deliberately flaky test", "oracle": False,
         "bug": {"tests/test_flaky.py": FLAKY_TEST},
+        "then": [("one run counter per checkout, so concurrent local attempts cannot share it",
+                  {"tests/test_flaky.py": FLAKY_TEST_PER_CHECKOUT})],
     },
     "fix-title-case-small-words": {
         "suite": "custom-dev", "title": "title_case capitalizes small words",
@@ -311,5 +397,16 @@ minilib.truncate_words = _truncate_words
         "suite": "custom-heldout", "title": "truncate_words adds an ellipsis to short texts",
         "bug": {"minilib/text.py": TEXT.replace("    if len(words) <= limit:\n",
                                                 "    if len(words) < limit:\n")},
+    },
+    "flaky-verifier": {
+        "suite": "custom-verifier",
+        "title": "parse_tags keeps case; the formatting test depends on set order",
+        "bug": {"minilib/tags.py": TAGS_BUGGY, "tests/test_tags.py": TAGS_TEST_SET_ORDER},
+        "fix": {"minilib/tags.py": _fixed_tags(TAGS_BUGGY)},
+    },
+    "stable-verifier": {
+        "suite": "custom-verifier", "title": "parse_tags keeps case",
+        "bug": {"minilib/tags.py": TAGS_SORTED_BUGGY, "tests/test_tags.py": TAGS_TEST_SORTED},
+        "fix": {"minilib/tags.py": _fixed_tags(TAGS_SORTED_BUGGY)},
     },
 }
