@@ -6,7 +6,8 @@ Public API (see SCHEMA.md for the stable JSON and CSV forms):
 - `compare(run_a, run_b, ...)` -> `PairedReport`; `PairingError` when runs cannot be paired;
 - `compare_runs([run, ...], baseline=0, ...)` -> `CompareReport` (N runs side by side, each
   paired against the baseline); `render_compare(report, fmt)`;
-- `gate(baseline, candidate, ...)` -> `GateResult` (`.exit_code`: 1 on regression, else 0);
+- `gate(baseline, candidate, ...)` -> `GateResult` (`.exit_code`: 1 regression, 3 inconclusive
+  (0 with `inconclusive_ok`), else 0; `.outcome`);
 - `render_summary`, `render_paired`, `render_gate` (md, csv, json); `render_html`, `write_html`;
 - `add_report_commands(subparsers)` for the `agentbench` console script.
 
