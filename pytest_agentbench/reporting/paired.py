@@ -33,7 +33,6 @@ import pandas as pd
 import pytest_agentbench.reporting.paired_tasks as paired_tasks
 import pytest_agentbench.reporting.stats as stats
 from pytest_agentbench.reporting.load import LIMIT_COLUMNS, ReportError, Run
-from pytest_agentbench.schemas.records import attempt_key
 from pytest_agentbench.schemas.taxonomy import Reason
 
 SCHEMA_VERSION = 1
@@ -202,6 +201,8 @@ def pair_runs(
     unpaired = merged[merged["_merge"] != "both"]
     refused = unpaired[~unpaired["task_id"].isin(never_ran)] if len(never_ran) else unpaired
     if len(refused) and missing == "fail":
+        from pytest_agentbench.schemas.records import attempt_key  # pydantic: only here
+
         items = [f"{attempt_key(t, i)} (only in {'A' if m == 'left_only' else 'B'})" for t, i, m in
                  zip(refused["task_id"], refused["attempt_index"], refused["_merge"],
                      strict=True)]
