@@ -1,21 +1,22 @@
 """Regression gate for CI: is the candidate run worse than the baseline run?
 
-Two modes, on the paired sample of `paired.compare` (same pairing invariants and exclusions):
-- max-drop: regression if the observed drop (pass rate A - B) exceeds `max_drop`;
-- non-inferiority: regression if the upper bound of the one-sided (1 - alpha) paired bootstrap
-  interval of A - B exceeds `margin` (the candidate is not shown to be within the margin).
-When both are given, either failing is a regression. With neither, max-drop 0.05 applies.
-
-Three verdicts, each with its exit code (the report commands use 2 for bad input, so 3 is free):
-- REGRESSION (exit 1): a check above fails;
-- INCONCLUSIVE (exit 3; 0 with `inconclusive_ok`): no check fails, but the data cannot tell a
-  regression of the configured size from none. Exact rule: with MDE the minimum detectable
-  effect of the paired sample (paired data["power"]["mde"]: two-sided McNemar at the gate's
-  alpha, power 0.8, the pairs' discordance and their design effect by task; power.py), the gate
-  is inconclusive when MDE is None (too few pairs for any effect) or MDE > threshold for any
-  configured check (max_drop, margin) — a drop of that size would be missed more than 20% of
-  the time;
-- OK (exit 0): no check fails and every configured threshold is at least the MDE.
+On the paired sample of `paired.compare` (same pairing invariants and exclusions), with D the
+drop in pass rate A - B, U and L the one-sided (1 - alpha) upper and lower bounds of D from the
+paired bootstrap over tasks. When no pair is discordant the bootstrap has no spread (U = L = 0
+whatever the sample size); U is then the exact bound 1 - alpha^(1/T) over the T tasks (no task
+showed a drop: D <= P(A passes, B fails), whose one-sided Clopper-Pearson bound with no event is
+that). Each configured check has three answers:
+- max-drop: REGRESSION if the observed drop D exceeds `max_drop`; OK if U <= max_drop (a drop
+  that large is ruled out); else INCONCLUSIVE;
+- non-inferiority (`margin`): REGRESSION if L > margin (the candidate is shown worse than the
+  margin); OK if U <= margin (shown within it); else INCONCLUSIVE.
+With neither, max-drop 0.05 applies. The gate's verdict: REGRESSION (exit 1) if any check says
+so; OK (exit 0) if every check says OK; else INCONCLUSIVE (exit 3, or 0 with `inconclusive_ok`;
+the report commands use 2 for bad input): the data cannot tell a regression of the configured
+size from none. So a zero threshold is OK only when the candidate is shown at least as good.
+The verdict also states the sample's minimum detectable effect (paired data["power"]: two-sided
+McNemar at alpha, power 0.8, its discordance and design effect; power.py), the smallest drop
+it would catch 80% of the time, and points to `agentbench plan` when the answer is inconclusive.
 """
 
 from __future__ import annotations
@@ -86,20 +87,21 @@ def gate(
             f"{ex['quarantined_pairs']} quarantined pair(s), {ex['infra_pairs']} infra-error "
             f"pair(s); {p['pairing']['common_tasks']} task(s) in common)")
     drop = p["pass_rate_a"] - p["pass_rate_b"]
+    upper, lower = _drop_bounds(report, alpha)
     checks: list[dict[str, Any]] = []
     if max_drop is not None:
         checks.append({"mode": "max_drop", "threshold": max_drop, "value": drop,
-                       "regression": drop > max_drop + 1e-12})
-    upper = None
+                       "upper_bound": upper, "lower_bound": lower,
+                       "regression": drop > max_drop + 1e-12,
+                       "ruled_out": upper <= max_drop + 1e-12})
     if margin is not None:
-        upper = stats.one_sided_upper(-report.distribution, 1 - alpha)
         checks.append({"mode": "non_inferiority", "threshold": margin, "value": upper,
-                       "regression": upper > margin})
+                       "upper_bound": upper, "lower_bound": lower,
+                       "regression": lower > margin + 1e-12,
+                       "ruled_out": upper <= margin + 1e-12})
     regression = any(c["regression"] for c in checks)
+    inconclusive = not regression and not all(c["ruled_out"] for c in checks)
     mde = p["power"]["mde"]
-    for c in checks:
-        c["detectable"] = mde is not None and mde <= c["threshold"] + 1e-12
-    inconclusive = not regression and not all(c["detectable"] for c in checks)
     outcome = "regression" if regression else "inconclusive" if inconclusive else "ok"
     result = GateResult(regression=regression, data={}, paired=report,
                         inconclusive=inconclusive, inconclusive_ok=inconclusive_ok)
@@ -113,13 +115,26 @@ def gate(
         "exit_code": result.exit_code,
         "baseline": p["run_a"], "candidate": p["run_b"],
         "max_drop": max_drop, "margin": margin, "alpha": alpha,
-        "observed_drop": drop, "drop_upper_bound": upper,
+        "observed_drop": drop, "drop_upper_bound": upper, "drop_lower_bound": lower,
+        "bound_method": ("exact, no discordant pair" if p["table"]["a_only"]
+                         + p["table"]["b_only"] == 0 else "paired bootstrap over tasks"),
         "mde": mde,
         "checks": checks,
         "verdict": _verdict(outcome, p, checks, alpha),
         "paired": p,
     })
     return result
+
+
+def _drop_bounds(report: PairedReport, alpha: float) -> tuple[float, float]:
+    """One-sided (1 - alpha) upper and lower bounds of the drop A - B (module docstring)."""
+    table = report.data["table"]
+    if table["a_only"] + table["b_only"] == 0:  # the bootstrap has no spread: exact bound
+        tasks = max(int(report.data["tasks"]), 1)
+        return 1.0 - alpha ** (1.0 / tasks), 0.0
+    upper = stats.one_sided_upper(-report.distribution, 1 - alpha)
+    lower = -stats.one_sided_upper(report.distribution, 1 - alpha)
+    return upper, lower
 
 
 def _pts(x: float) -> str:
@@ -140,15 +155,24 @@ def _verdict(outcome: str, p: dict[str, Any], checks: list[dict[str, Any]],
         f"{a['variant']} ({a['run_id']})."
     ]
     for c in checks:
-        verb = "exceeds" if c["regression"] else "is within"
+        bound = (f"its one-sided {(1 - alpha) * 100:.0f}% upper bound "
+                 f"{_pts(c['upper_bound'])}"
+                 + (" (exact: no pair disagreed)" if not t["a_only"] + t["b_only"]
+                    else f" (paired bootstrap over tasks, {boot['resamples']} resamples, seed "
+                         f"{boot['seed']})"))
         if c["mode"] == "max_drop":
-            parts.append(f"The observed drop of {_pts(c['value'])} {verb} the allowed maximum "
-                         f"drop of {_pts(c['threshold'])}.")
+            verdict = ("exceeds" if c["regression"] else "is within")
+            parts.append(f"The observed drop of {_pts(c['value'])} {verdict} the allowed "
+                         f"maximum drop of {_pts(c['threshold'])}; {bound} "
+                         + ("rules out a larger one." if c["ruled_out"]
+                            else "does not rule out a larger one."))
         else:
-            parts.append(f"The one-sided {(1 - alpha) * 100:.0f}% upper bound of the drop, "
-                         f"{_pts(c['value'])} (paired bootstrap over tasks, "
-                         f"{boot['resamples']} resamples, seed {boot['seed']}), {verb} the "
-                         f"non-inferiority margin of {_pts(c['threshold'])}.")
+            parts.append(f"Against the non-inferiority margin of {_pts(c['threshold'])}: "
+                         + (f"the one-sided lower bound of the drop, {_pts(c['lower_bound'])}, "
+                            "exceeds it (shown worse)." if c["regression"]
+                            else f"{bound} is within it (shown non-inferior)."
+                            if c["ruled_out"] else f"{bound} exceeds it, but the lower bound "
+                            f"{_pts(c['lower_bound'])} does not (neither shown)."))
     parts.append(_mde_sentence(outcome, p["power"], checks))
     parts.append(f"{t['a_only']} pair(s) passed only on the baseline and {t['b_only']} only on "
                  f"the candidate (McNemar, {mc['test']}: p = {mc['pvalue']:.4g}).")
@@ -173,7 +197,7 @@ def _mde_sentence(outcome: str, pw: dict[str, Any], checks: list[dict[str, Any]]
                 + (f", design effect {pw['design_effect']:.2f}" if pw["design_effect"] > 1
                    else "") + f") is {_pts(pw['mde'])}")
     if outcome == "inconclusive":
-        return (f"{head}, more than the {_pts(limit)} the gate is asked to catch: a regression "
-                "of that size could pass unnoticed, so this run neither shows one nor rules it "
-                "out. Run more tasks or attempts (`agentbench plan` says how many).")
+        return (f"{head}; the gate is asked about {_pts(limit)}. This run neither shows a "
+                "regression of that size nor rules it out: run more tasks or attempts "
+                "(`agentbench plan` says how many).")
     return f"{head}."

@@ -319,10 +319,14 @@ def test_gate_exit_codes(tmp_path: Path) -> None:
     good = gate(ra, ra)  # 12 tasks cannot show a 5-point drop: inconclusive, exit 3
     assert not good.regression and good.exit_code == 3 and good.outcome == "inconclusive"
     assert gate(ra, ra, inconclusive_ok=True).exit_code == 0
-    assert gate(ra, ra, max_drop=0.6).exit_code == 0  # the MDE of 12 identical pairs is ~53 pts
+    # no pair disagrees: the exact one-sided bound over the tasks, not the bootstrap's zero
+    tasks = good.data["paired"]["tasks"]
+    assert good.data["drop_upper_bound"] == pytest.approx(1 - 0.05 ** (1 / tasks), abs=1e-12)
+    assert good.data["bound_method"] == "exact, no discordant pair"
+    assert gate(ra, ra, max_drop=0.6).exit_code == 0  # a 60-point drop is ruled out
     ni = gate(ra, ra, margin=0.05, max_drop=None, inconclusive_ok=True)
-    assert ni.exit_code == 0 and ni.data["drop_upper_bound"] == 0.0
-    assert gate(ra, rn, margin=0.05).exit_code == 1
+    assert ni.exit_code == 0 and ni.outcome == "inconclusive"
+    assert gate(ra, rn, margin=0.05).exit_code == 1  # shown worse: the lower bound is 100 pts
 
 
 def test_gate_max_drop_boundary_and_non_inferiority(tmp_path: Path) -> None:
@@ -333,8 +337,30 @@ def test_gate_max_drop_boundary_and_non_inferiority(tmp_path: Path) -> None:
     assert not allowed.regression and allowed.exit_code == 3  # ... but 20 tasks cannot tell
     assert gate(ra, rb, max_drop=0.04).exit_code == 1
     ni = gate(ra, rb, margin=0.05, alpha=0.05, seed=3)
-    assert ni.data["drop_upper_bound"] >= 0.05 and ni.exit_code == 1  # too few tasks to show it
+    # not shown within the margin, not shown beyond it: inconclusive, not a regression
+    assert ni.data["drop_upper_bound"] >= 0.05 and ni.data["drop_lower_bound"] <= 0.05
+    assert ni.exit_code == 3 and "neither shown" in ni.data["verdict"]
     assert "non-inferiority margin" in ni.data["verdict"]
+
+
+def test_gate_uses_the_data_not_only_the_sample_size(tmp_path: Path) -> None:
+    """The review's cases: a candidate far better on 30 tasks is OK (the MDE alone called it
+    inconclusive); equal rates on 10 tasks that disagree everywhere are inconclusive under a
+    margin (the old rule called them a regression); 80 identical tasks rule out 5 points."""
+    worse = run_dir(tmp_path, "worse", [rec(f"t{i:02d}", passed=False) for i in range(30)])
+    better = run_dir(tmp_path, "better", [rec(f"t{i:02d}") for i in range(30)])
+    rw, rb = load_run(worse), load_run(better)
+    for kwargs in ({"max_drop": 0.05}, {"margin": 0.05}, {"max_drop": 0.0}):
+        assert gate(rw, rb, **kwargs).outcome == "ok", kwargs
+    assert gate(rb, rw, margin=0.05).outcome == "regression"
+    a = run_dir(tmp_path, "a", [rec(f"s{i}", passed=i < 5) for i in range(10)])
+    b = run_dir(tmp_path, "b", [rec(f"s{i}", passed=i >= 5) for i in range(10)])
+    swapped = gate(load_run(a), load_run(b), margin=0.05)
+    assert swapped.outcome == "inconclusive" and swapped.exit_code == 3
+    same = run_dir(tmp_path, "same", [rec(f"u{i:02d}") for i in range(80)])
+    rs = load_run(same)
+    assert gate(rs, rs, max_drop=0.05).outcome == "ok"  # 1 - 0.05 ** (1 / 80) = 3.7 points
+    assert gate(rs, rs, max_drop=0.0).outcome == "inconclusive"  # zero is never ruled out so
 
 
 # --- CLI ------------------------------------------------------------------------------------
