@@ -12,8 +12,12 @@ tests (OLS of `passed` on a constant with `cov_type="cluster"`, groups = task, t
 - `pass_hat_k`: tau-bench's pass^k, the probability that k attempts drawn without replacement
   from a task's n attempts all pass, unbiased estimator C(c, k) / C(n, k) (exact fractions).
 - `clustered_rate`: the mean of the 0/1 outcomes with its cluster-robust standard error (CR1,
-  statsmodels' default small-sample correction G / (G - 1) · (N - 1) / (N - 1)) and a normal
-  95% interval clipped to [0, 1]; when that standard error is 0 (every task at the same rate,
+  statsmodels' default small-sample correction G / (G - 1) · (N - 1) / (N - 1)) and a 95%
+  interval from Student's t with G - 1 degrees of freedom, clipped to [0, 1] (with few tasks
+  the normal interval is too narrow: 5 tasks of 5 attempts covered 87% of the time in a
+  simulation, t 94%; statsmodels' `use_t=True` with cluster groups does the same; the quantile
+  comes from scipy.special, imported only here, 0.17 s, never for one attempt per task);
+  when that standard error is 0 (every task at the same rate,
   e.g. all pass) the interval is Wilson's over tasks instead (design effect at its maximum).
 - `cost_per_pass`: total cost / passes with a percentile cluster bootstrap over tasks (seeded,
   vectorised) up to `BOOTSTRAP_MAX_TASKS` tasks; above that, where the bootstrap's cost grows
@@ -97,7 +101,8 @@ def clustered_rate(n: npt.ArrayLike, c: npt.ArrayLike) -> dict[str, Any] | None:
     """The overall pass rate's interval clustered by task, or None when no task has two
     attempts (the per-attempt Wilson interval is then right) or there are fewer than two tasks.
 
-    `method` "cr1": rate ± 1.96 CR1 SE, clipped to [0, 1]; "wilson_tasks" when that SE is 0:
+    `method` "cr1": rate ± t(0.975, G - 1) CR1 SE, clipped to [0, 1]; "wilson_tasks" when
+    that SE is 0:
     Wilson's interval with the tasks as the sample (sum of per-task rates over G tasks).
     `design_effect`: the CR1 variance over the variance of independent attempts, p(1-p)/N
     (the mean attempts per task under "wilson_tasks"); `effective_n` = N / design_effect.
@@ -111,8 +116,11 @@ def clustered_rate(n: npt.ArrayLike, c: npt.ArrayLike) -> dict[str, Any] | None:
     p = passed / total
     se = cr1_se(nn, cc)
     if se > 0:
+        from scipy.special import stdtrit  # Student's t quantile; see the module docstring
+
         deff = se**2 / (p * (1 - p) / total)
-        low, high = max(0.0, p - Z95 * se), min(1.0, p + Z95 * se)
+        crit = float(stdtrit(groups - 1, 0.975))
+        low, high = max(0.0, p - crit * se), min(1.0, p + crit * se)
         method = "cr1"
     else:
         deff = total / groups

@@ -143,7 +143,7 @@ def summary_markdown(summary: RenderableSummary) -> str:
 
 
 _CLUSTER_METHODS = {
-    "cr1": "cluster-robust (CR1) standard error by task, normal interval",
+    "cr1": "cluster-robust (CR1) standard error by task, Student t interval",
     "wilson_tasks": "Wilson over tasks: every task has the same pass rate, so the "
                     "cluster-robust error is 0",
 }

@@ -120,7 +120,8 @@ def _summarize(run: Run, infra_as_failure: bool, top: int) -> RunSummary:
             "interval": "wilson", "confidence": 0.95, "unit": "attempt",
             "headline_interval": headline,
             "clustered_interval": "pass_rate_clustered: cluster-robust (CR1) standard error "
-                                  "by task, normal 95% interval (Wilson over tasks when that "
+                                  "by task, Student t (tasks - 1 df) 95% interval (Wilson over "
+                                  "tasks when that "
                                   "error is 0); the headline when a task has several scored "
                                   "attempts",
         },

@@ -65,7 +65,8 @@ def _attempts(n: list[int], c: list[int]) -> tuple[np.ndarray, np.ndarray]:
 
 def _statsmodels_cluster(n: list[int], c: list[int]) -> tuple[float, float, float]:
     y, g = _attempts(n, c)
-    fit = sm.OLS(y, np.ones((len(y), 1))).fit(cov_type="cluster", cov_kwds={"groups": g})
+    fit = sm.OLS(y, np.ones((len(y), 1))).fit(cov_type="cluster", cov_kwds={"groups": g},
+                                              use_t=True)  # t with G - 1 degrees of freedom
     low, high = fit.conf_int(alpha=0.05)[0]
     return float(fit.bse[0]), float(low), float(high)
 

@@ -67,7 +67,8 @@ def test_clustered_interval_is_the_headline_and_equals_statsmodels(tmp_path: Pat
     cl = s["pass_rate_clustered"]
     y = np.array([float(v) for seq in outcomes.values() for v in seq])
     groups = np.array([i for i, seq in enumerate(outcomes.values()) for _ in seq])
-    fit = sm.OLS(y, np.ones((len(y), 1))).fit(cov_type="cluster", cov_kwds={"groups": groups})
+    fit = sm.OLS(y, np.ones((len(y), 1))).fit(cov_type="cluster", cov_kwds={"groups": groups},
+                                              use_t=True)  # t, 4 degrees of freedom
     assert cl["method"] == "cr1" and cl["tasks"] == 5 and cl["attempts"] == 12
     assert cl["se"] == pytest.approx(float(fit.bse[0]), abs=1e-9)
     low, high = fit.conf_int(alpha=0.05)[0]
