@@ -37,6 +37,7 @@ from pytest_agentbench.reporting.html_env import (
 )
 from pytest_agentbench.reporting.html_timeline import spans
 from pytest_agentbench.reporting.load import Run, load_events, load_run
+from pytest_agentbench.reporting.names import INDEX_FILE
 from pytest_agentbench.reporting.summary import RunSummary, summarize
 from pytest_agentbench.schemas.taxonomy import FLAKY_REASONS
 
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
     from pytest_agentbench.text.redaction import Redactor
 
 HTML_FILE = "report.html"
-INDEX_FILE = "index.html"
 MAX_TASKS = 1000
 MAX_FILE_CHARS = 200_000
 MAX_JSONL_ITEMS = 500
@@ -54,7 +54,10 @@ _EVENT_DETAIL = ("phase", "tool", "step", "ok", "exit_code", "error_type", "dura
 
 
 def write_html(run_dir: str | Path, out: str | Path | None = None,
-               redactor: Redactor | None = None) -> Path:
+               redactor: Redactor | None = None, link_index: bool = False) -> Path:
+    """`<run_dir>/report.html` (or `out`). It links to the output root's index.html when that
+    exists, or when `link_index` says it is about to (the plugin writes the index next: after
+    this page, so the index never lists the run without its page)."""
     import pytest_agentbench.reporting.load as load
 
     if (Path(run_dir) / load.ATTEMPTS_FILE).exists():
@@ -64,7 +67,7 @@ def write_html(run_dir: str | Path, out: str | Path | None = None,
         run = Run(Path(run_dir), meta, load.records_to_frame([]), ("no attempt was recorded",))
     path = Path(out) if out else Path(run_dir) / HTML_FILE
     index = Path(run_dir).resolve().parent / INDEX_FILE  # the output root's list of runs
-    href = f"../{INDEX_FILE}" if out is None and index.is_file() else None
+    href = f"../{INDEX_FILE}" if out is None and (link_index or index.is_file()) else None
     return write_atomic(path, render_html(run, summarize(run), redactor=redactor,
                                           index_href=href))
 

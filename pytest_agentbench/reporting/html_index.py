@@ -11,14 +11,15 @@ two runs ending at once each write a whole index.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.reporting.html_env import pct, relative_href, render, write_atomic
-from pytest_agentbench.reporting.names import ATTEMPTS_FILE, RUN_FILE, ReportError
+from pytest_agentbench.reporting.names import ATTEMPTS_FILE, INDEX_FILE, RUN_FILE, ReportError
 
-INDEX_FILE = "index.html"
 CACHE_FILE = ".index_cache.json"
 CACHE_VERSION = 1
 
@@ -125,6 +126,21 @@ def write_index(root: str | Path, out: str | Path | None = None) -> Path:
     if not base.is_dir():
         raise ReportError(f"{base}: no such output root")
     path = Path(out).resolve() if out else base / INDEX_FILE
-    return write_atomic(path, render_index(base, path))
+    # Two runs ending together: one at a time reads the runs and replaces the page, so the last
+    # writer has seen every run the earlier one saw (and the figures cache is not torn).
+    with _index_lock(base):
+        return write_atomic(path, render_index(base, path))
+
+
+@contextlib.contextmanager
+def _index_lock(base: Path) -> Iterator[None]:
+    try:
+        handle = open(base / ".index.lock", "a+b")  # noqa: SIM115 - held for the block
+    except OSError:  # a read-only root: nothing to write either, the write fails on its own
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
 
 

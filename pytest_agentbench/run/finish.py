@@ -48,9 +48,11 @@ def end_run(
         ("remove work directories", lambda: remove_tree(work_root(state.run_id)), ""),
         ("write report_summary.md", lambda: reporting.write_summary(state.path, redactor=redactor),
          ""),
-        # The output root's index.html first, so report.html links back to it; both atomic.
+        # report.html first (linking to the index about to be written), so the index never
+        # lists this run without its page; both atomic.
+        ("write report.html",
+         lambda: reporting.write_html(state.path, redactor=redactor, link_index=True), ""),
         ("write the runs index", lambda: write_runs_index(state.path), ""),
-        ("write report.html", lambda: reporting.write_html(state.path, redactor=redactor), ""),
     ]
     errors = []
     for what, step, hint in steps:

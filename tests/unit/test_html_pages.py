@@ -65,7 +65,7 @@ def test_index_lists_runs_and_caches_figures(tmp_path: Path) -> None:
     page = write_index(root).read_text()
     assert page.count('class="run-row"') == 2
     assert 'href="b/report.html"' in page and 'href="a/report.html"' in page
-    assert page.count("(report.html not written yet)") == 1  # a's: the plugin writes it next
+    assert page.count("(report.html not written yet)") == 1  # a (still running, or stopped)
     assert "90.0%" in page and "100.0%" in page
     assert "<script>x</script>" not in page and "&lt;script&gt;x" in page
     cache = json.loads((root / CACHE_FILE).read_text())
@@ -111,3 +111,39 @@ def test_run_end_writes_the_output_roots_index(tmp_path: Path) -> None:
     path = write_runs_index(run)
     assert path == root.resolve() / "index.html"
     assert path.read_text().count('class="run-row"') == 2
+
+
+def test_run_page_links_the_index_the_plugin_writes_next(tmp_path: Path) -> None:
+    from pytest_agentbench.reporting.html import write_html
+
+    root = tmp_path / "out"
+    _run(root, "a", {(0, 0)})
+    assert 'href="../index.html"' not in write_html(root / "a").read_text()  # no index yet
+    assert 'href="../index.html"' in write_html(root / "a", link_index=True).read_text()
+    page = write_index(root).read_text()  # then the index: the run's page is there
+    assert "(report.html not written yet)" not in page
+
+
+def test_index_writers_take_turns(tmp_path: Path) -> None:
+    import threading
+
+    root = tmp_path / "out"
+    for name in ("a", "b", "c"):
+        _run(root, name, {(0, 0)})
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            for _ in range(5):
+                write_index(root)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert (root / "index.html").read_text().count('class="run-row"') == 3
+    assert json.loads((root / CACHE_FILE).read_text())["runs"].keys() == {"a", "b", "c"}
