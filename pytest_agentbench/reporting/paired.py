@@ -118,8 +118,9 @@ def _distinct_per_task(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     if tid.is_unique:
         return frame[columns]
     codes, uniques = pd.factorize(tid)
-    first = np.empty(len(uniques), dtype=np.intp)
-    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # the last write wins: the first row
+    # each task's first row (np.unique's return_index is the first occurrence, guaranteed;
+    # a repeated fancy-index assignment's "last write wins" is not)
+    first = np.unique(codes, return_index=True)[1]
     ref = first[codes]
     for c in columns[1:]:
         v = frame[c].to_numpy()
