@@ -22,7 +22,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.reporting.cli_args import RUN_HELP, add_out, add_pairing
+from pytest_agentbench.reporting.cli_args import (
+    RUN_HELP,
+    add_out,
+    add_pairing,
+    compare_report,
+    fail,
+    load_pair,
+    paired_report,
+    run_dir,
+)
 from pytest_agentbench.reporting.names import Fields, ReportError
 
 EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_INCONCLUSIVE = 0, 1, 2, 3
@@ -135,21 +144,6 @@ def _add_format(parser: argparse.ArgumentParser, formats: Sequence[str]) -> None
                         help="write the report here instead of standard output")
 
 
-_REPORT_SUFFIXES = (".md", ".csv", ".json", ".html", ".txt")
-
-
-def _run_dir(spec: str, args: argparse.Namespace) -> Path:
-    """The run directory `spec` names (runs.resolve_run), with `--out` checked first: it used
-    to name the report file, so a file there is refused with a pointer to `--output`."""
-    from pytest_agentbench.reporting.runs import resolve_run
-
-    out: Path | None = args.out
-    if out is not None and (out.is_file() or out.suffix.lower() in _REPORT_SUFFIXES):
-        raise ReportError(f"--out {out}: --out is the output root (a directory of runs); "
-                          "write the report to a file with --output FILE")
-    return resolve_run(spec, out)
-
-
 def _emit(text: str, out: Path | None) -> None:
     if out is None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
@@ -159,18 +153,13 @@ def _emit(text: str, out: Path | None) -> None:
     print(f"wrote {out}", file=sys.stderr)
 
 
-def _fail(exc: Exception) -> int:
-    print(f"agentbench: {exc}", file=sys.stderr)
-    return EXIT_BAD_INPUT
-
-
 def _run_summary(args: argparse.Namespace) -> int:
     from pytest_agentbench.reporting.load import load_run
     from pytest_agentbench.reporting.summary import summarize
 
     try:
         fields: Fields = "all" if args.format == "html" else "summary"
-        run = load_run(_run_dir(args.run, args), validate=args.validate, fields=fields)
+        run = load_run(run_dir(args.run, args), validate=args.validate, fields=fields)
         summary = summarize(run, infra_as_failure=args.infra_as_failure)
         if args.format == "html":
             from pytest_agentbench.reporting.html import render_html
@@ -181,7 +170,7 @@ def _run_summary(args: argparse.Namespace) -> int:
 
             text = render_summary(summary, args.format)
     except ReportError as exc:
-        return _fail(exc)
+        return fail(exc)
     _emit(text, args.output)
     return EXIT_OK
 
@@ -190,60 +179,34 @@ def _run_html(args: argparse.Namespace) -> int:
     from pytest_agentbench.reporting.html import write_html
 
     try:
-        run_dir = _run_dir(args.run, args)
-        if not (run_dir / "attempts.jsonl").is_file():
-            raise ReportError(f"{run_dir}: no attempts.jsonl (no attempt was recorded)")
-        path = write_html(run_dir, args.output)
+        directory = run_dir(args.run, args)
+        if not (directory / "attempts.jsonl").is_file():
+            raise ReportError(f"{directory}: no attempts.jsonl (no attempt was recorded)")
+        path = write_html(directory, args.output)
     except ReportError as exc:
-        return _fail(exc)
+        return fail(exc)
     print(f"wrote {path}")
     return EXIT_OK
 
 
-def _load_pair(a: str, b: str, args: argparse.Namespace) -> tuple[Any, Any]:
-    from pytest_agentbench.reporting.load import load_runs
-
-    run_a, run_b = load_runs([_run_dir(a, args), _run_dir(b, args)])
-    return run_a, run_b
-
-
 def _run_paired(args: argparse.Namespace) -> int:
-    from pytest_agentbench.reporting.paired import compare
     from pytest_agentbench.reporting.render import render_paired
 
     try:
-        run_a, run_b = _load_pair(args.run_a, args.run_b, args)
-        report = compare(run_a, run_b, args.method, args.missing, args.allow_mismatch,
-                         args.seed, args.resamples, args.alpha, args.infra_as_failure)
+        report = paired_report(args)
     except ReportError as exc:
-        return _fail(exc)
+        return fail(exc)
     _emit(render_paired(report, args.format), args.output)
     return EXIT_OK
 
 
 def _run_compare(args: argparse.Namespace) -> int:
-    from pytest_agentbench.reporting.compare import compare_runs
     from pytest_agentbench.reporting.compare_render import compare_csv, render_compare
-    from pytest_agentbench.reporting.load import load_runs
 
     try:
-        paths = [_run_dir(spec, args) for spec in args.runs]
-        base = 0
-        if args.baseline is not None:
-            wanted = _run_dir(args.baseline, args).resolve()
-            found = [i for i, p in enumerate(paths) if p.resolve() == wanted]
-            if found:
-                base = found[0]
-            else:
-                paths.insert(0, wanted)
-        if len(paths) < 2:
-            raise ReportError("report compare needs at least two runs (RUN RUN [RUN...], "
-                              "or one RUN and a --baseline)")
-        runs = load_runs(paths, fields="all")
-        report = compare_runs(runs, base, args.method, args.missing, args.allow_mismatch,
-                              args.seed, args.resamples, args.alpha, args.infra_as_failure)
+        report = compare_report(args, "compare")
     except ReportError as exc:
-        return _fail(exc)
+        return fail(exc)
     _emit(render_compare(report, args.format), args.output)
     if args.csv is not None:
         _emit(compare_csv(report), args.csv)
@@ -255,14 +218,14 @@ def _run_gate(args: argparse.Namespace) -> int:
     from pytest_agentbench.reporting.render import render_gate
 
     try:
-        run_a, run_b = _load_pair(args.baseline, args.candidate, args)
+        run_a, run_b = load_pair(args.baseline, args.candidate, args)
         result = gate(run_a, run_b, max_drop=args.max_drop, margin=args.margin,
                       alpha=args.alpha, missing=args.missing,
                       allow_mismatch=args.allow_mismatch, seed=args.seed,
                       resamples=args.resamples, infra_as_failure=args.infra_as_failure,
                       inconclusive_ok=args.inconclusive_ok)
     except ReportError as exc:
-        return _fail(exc)
+        return fail(exc)
     _emit(render_gate(result, args.format), args.output)
     if args.format != "md":  # the verdict always reaches a human in CI logs
         print(result.data["verdict"], file=sys.stderr)
@@ -276,13 +239,13 @@ def _run_plan(args: argparse.Namespace) -> int:
     try:
         if len(args.pilots) > 2:
             raise ReportError(f"plan takes one or two pilot runs, got {len(args.pilots)}")
-        runs = load_runs([_run_dir(spec, args) for spec in args.pilots])
+        runs = load_runs([run_dir(spec, args) for spec in args.pilots])
         data = plan(runs[0], runs[1] if len(runs) > 1 else None, effect=args.effect,
                     alpha=args.alpha, power_=args.power, attempts=args.attempts, icc=args.icc,
                     missing=args.missing, allow_mismatch=args.allow_mismatch,
                     infra_as_failure=args.infra_as_failure)
     except ReportError as exc:
-        return _fail(exc)
+        return fail(exc)
     _emit(render_plan(data, args.format), args.output)
     return EXIT_OK
 

@@ -1,12 +1,18 @@
-"""Arguments the `report` commands share (reporting/cli.py and html_cli.py): the output root,
-the pairing options, the help text for a run."""
+"""What the `report` commands share (reporting/cli.py and html_cli.py): the output root and
+pairing options, naming a run, loading a pair or a list of runs and pairing them, the error line."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+from typing import Any
+
+from pytest_agentbench.reporting.names import ReportError
 
 RUN_HELP = "a run directory, a run name in the output root, or `latest`"
+EXIT_BAD_INPUT = 2
+_REPORT_SUFFIXES = (".md", ".csv", ".json", ".html", ".txt")
 
 
 def add_out(parser: argparse.ArgumentParser) -> None:
@@ -28,3 +34,59 @@ def add_pairing(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alpha", type=float, default=0.05, help="significance level")
     parser.add_argument("--infra-as-failure", action="store_true",
                         help="count infra errors as failures instead of dropping those pairs")
+
+
+def fail(exc: Exception) -> int:
+    """Bad input: one line, exit 2."""
+    print(f"agentbench: {exc}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def run_dir(spec: str, args: argparse.Namespace) -> Path:
+    """The run directory `spec` names (runs.resolve_run), with `--out` checked first: it used
+    to name the report file, so a file there is refused with a pointer to `--output`."""
+    from pytest_agentbench.reporting.runs import resolve_run
+
+    out: Path | None = args.out
+    if out is not None and (out.is_file() or out.suffix.lower() in _REPORT_SUFFIXES):
+        raise ReportError(f"--out {out}: --out is the output root (a directory of runs); "
+                          "write the report to a file with --output FILE")
+    return resolve_run(spec, out)
+
+
+def load_pair(a: str, b: str, args: argparse.Namespace) -> tuple[Any, Any]:
+    from pytest_agentbench.reporting.load import load_runs
+
+    run_a, run_b = load_runs([run_dir(a, args), run_dir(b, args)])
+    return run_a, run_b
+
+
+def paired_report(args: argparse.Namespace) -> Any:
+    """`paired.compare` of `--run-a` and `--run-b` with the pairing options."""
+    from pytest_agentbench.reporting.paired import compare
+
+    run_a, run_b = load_pair(args.run_a, args.run_b, args)
+    return compare(run_a, run_b, args.method, args.missing, args.allow_mismatch, args.seed,
+                   args.resamples, args.alpha, args.infra_as_failure)
+
+
+def compare_report(args: argparse.Namespace, command: str) -> Any:
+    """`compare.compare_runs` of RUN... (and `--baseline`, put in front when not among them)."""
+    from pytest_agentbench.reporting.compare import compare_runs
+    from pytest_agentbench.reporting.load import load_runs
+
+    paths = [run_dir(spec, args) for spec in args.runs]
+    base = 0
+    if args.baseline is not None:
+        wanted = run_dir(args.baseline, args).resolve()
+        found = [i for i, p in enumerate(paths) if p.resolve() == wanted]
+        if found:
+            base = found[0]
+        else:
+            paths.insert(0, wanted)
+    if len(paths) < 2:
+        raise ReportError(f"report {command} needs at least two runs (RUN RUN [RUN...], "
+                          "or one RUN and a --baseline)")
+    runs = load_runs(paths, fields="all")
+    return compare_runs(runs, base, args.method, args.missing, args.allow_mismatch, args.seed,
+                        args.resamples, args.alpha, args.infra_as_failure)

@@ -7,14 +7,20 @@ the other report commands: 0, or 2 on bad input (no such run or root, a refused 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.reporting.cli_args import RUN_HELP, add_out, add_pairing
+from pytest_agentbench.reporting.cli_args import (
+    RUN_HELP,
+    add_out,
+    add_pairing,
+    compare_report,
+    fail,
+    paired_report,
+)
 from pytest_agentbench.reporting.names import ReportError
 
-EXIT_OK, EXIT_BAD_INPUT = 0, 2
+EXIT_OK = 0
 
 
 def _pairing_options(parser: argparse.ArgumentParser) -> None:
@@ -52,17 +58,6 @@ def add_html_commands(kinds: Any) -> None:
     comp.set_defaults(func=run_compare_html)
 
 
-def _fail(exc: Exception) -> int:
-    print(f"agentbench: {exc}", file=sys.stderr)
-    return EXIT_BAD_INPUT
-
-
-def _run_dir(spec: str, args: argparse.Namespace) -> Path:
-    from pytest_agentbench.reporting.runs import resolve_run
-
-    return resolve_run(spec, args.out)
-
-
 def run_index(args: argparse.Namespace) -> int:
     from pytest_agentbench.reporting.html_index import write_index
     from pytest_agentbench.reporting.runs import output_root
@@ -71,50 +66,28 @@ def run_index(args: argparse.Namespace) -> int:
         root = args.root if args.root is not None else output_root(args.out)
         path = write_index(root, args.output)
     except ReportError as exc:
-        return _fail(exc)
+        return fail(exc)
     print(f"wrote {path}")
     return EXIT_OK
 
 
 def run_paired_html(args: argparse.Namespace) -> int:
     from pytest_agentbench.reporting.html_pages import write_paired_html
-    from pytest_agentbench.reporting.load import load_runs
-    from pytest_agentbench.reporting.paired import compare
 
     try:
-        run_a, run_b = load_runs([_run_dir(args.run_a, args), _run_dir(args.run_b, args)])
-        report = compare(run_a, run_b, args.method, args.missing, args.allow_mismatch,
-                         args.seed, args.resamples, args.alpha, args.infra_as_failure)
-        path = write_paired_html(report, args.output)
+        path = write_paired_html(paired_report(args), args.output)
     except ReportError as exc:
-        return _fail(exc)
+        return fail(exc)
     print(f"wrote {path}")
     return EXIT_OK
 
 
 def run_compare_html(args: argparse.Namespace) -> int:
-    from pytest_agentbench.reporting.compare import compare_runs
     from pytest_agentbench.reporting.html_pages import write_compare_html
-    from pytest_agentbench.reporting.load import load_runs
 
     try:
-        paths = [_run_dir(spec, args) for spec in args.runs]
-        base = 0
-        if args.baseline is not None:
-            wanted = _run_dir(args.baseline, args).resolve()
-            found = [i for i, p in enumerate(paths) if p.resolve() == wanted]
-            if found:
-                base = found[0]
-            else:
-                paths.insert(0, wanted)
-        if len(paths) < 2:
-            raise ReportError("report compare-html needs at least two runs (RUN RUN [RUN...], "
-                              "or one RUN and a --baseline)")
-        runs = load_runs(paths, fields="all")
-        report = compare_runs(runs, base, args.method, args.missing, args.allow_mismatch,
-                              args.seed, args.resamples, args.alpha, args.infra_as_failure)
-        path = write_compare_html(report, args.output)
+        path = write_compare_html(compare_report(args, "compare-html"), args.output)
     except ReportError as exc:
-        return _fail(exc)
+        return fail(exc)
     print(f"wrote {path}")
     return EXIT_OK
