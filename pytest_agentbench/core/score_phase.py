@@ -5,6 +5,8 @@ in a fresh sandbox under another hash seed (core/regrade.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest_agentbench.core.evidence as evidence_mod
 import pytest_agentbench.core.regrade as regrade_mod
 from pytest_agentbench.agents.port import AgentOutcome
@@ -42,37 +44,56 @@ def score(at: Attempt, agent_sandbox: Sandbox, toolbox: RecordingToolbox) -> Res
     if patch:  # before the sandbox opens: a remote engine gets a copy then
         patch_file = at.workspace / "pristine" / ".git" / "agentbench-final.patch"
         patch_file.write_text(patch, "utf-8")
-    base = regrade_mod.keep_base(at) if at.cfg.regrade else None
-    sandbox = at.open_sandbox(network=spec.environment.network_policy == "always", phase="score")
+    # what the regrades start from, copied now (scoring's sandbox changes the pre-agent copy)
+    # only for an attempt the rules do not already decide, and removed again on every path
+    regraded = at.cfg.regrade > 0 and violation is None
+    base = regrade_mod.keep_base(at) if regraded else None
+    try:
+        return _grade(at, outcome, violation, patch, base)
+    finally:
+        if base is not None:
+            regrade_mod.drop_base(base)
+
+
+def _grade(
+    at: Attempt, outcome: AgentOutcome, violation: str | None, patch: str, base: Path | None
+) -> Result:
+    """The grading in a new sandbox, then the regrades when `base` is given and the passing
+    command decided the verdict."""
+    sandbox = at.open_sandbox(
+        network=at.spec.environment.network_policy == "always", phase="score"
+    )
     if patch:
         _apply_diff(at, sandbox)
     command, result = _run_scored(at, sandbox, outcome, violation, "passing")
     if base is None or not regrade_mod.gradable(command, violation):
         return result
 
-    def once(fresh: Sandbox, log: str) -> tuple[ExecResult, Result]:
-        if patch:
-            _apply_diff(at, fresh)
+    def once(fresh: Sandbox, log: str, patched: bool) -> tuple[ExecResult, Result]:
+        if patched:  # the agent's diff, or the reference's (core/regrade.py)
+            reference = log.startswith(regrade_mod.REFERENCE)
+            _apply_diff(at, fresh, "the reference solution" if reference else "the agent's diff")
         return _run_scored(at, fresh, outcome, None, log)
 
     with at.timed("regrade"):
         return regrade_mod.regrade(at, base, patch, result, once)
 
 
-def _apply_diff(at: Attempt, sandbox: Sandbox) -> None:
-    """The agent's diff (written to the workspace's .git) applied exactly as recorded."""
+def _apply_diff(at: Attempt, sandbox: Sandbox, what: str = "the agent's diff") -> None:
+    """The agent's diff (written to the workspace's .git) applied exactly as recorded; `what`
+    names it in a failure (a regrade may apply the reference solution instead)."""
     applied = sandbox.exec(apply_command(), timeout_sec=at.spec.environment.tool_timeout_sec)
     if applied.disk_limit_exceeded:
         raise Failure(
             Reason.TESTS_FAILED,
-            "the agent's diff does not fit the workspace disk limit "
+            f"{what} does not fit the workspace disk limit "
             f"({at.spec.environment.disk_limit_mb} MiB)",
             "DISK_LIMIT_EXCEEDED",
         )
     if not applied.ok:
         raise Failure(
             Reason.TOOL_ERROR,
-            "the agent's diff does not apply to the "
+            f"{what} does not apply to the "
             f"pre-agent workspace: {applied.stderr.strip()[-200:]}",
             "DIFF_NOT_APPLICABLE",
         )

@@ -69,6 +69,7 @@ def test_regrade_3_ends_the_flaky_verifier_verifier_flaky_and_passes_the_stable_
     flaky, stable = records[FLAKY]["result"], records[STABLE]["result"]
     assert (flaky["passed"], flaky["failure_reason"], flaky["sub_reason"]) == (
         False, "VERIFIER_FLAKY", "PASS_FAIL_MIX")
+    assert flaky["summary"].endswith("; the agent's patch is the reference solution")
     assert flaky["exit_code"] == 0  # the grading itself passed, under seed 0
     assert [(r["hash_seed"], r["passed"]) for r in flaky["regrades"]] == [
         ("1", False), ("2", False), ("3", False)]
@@ -108,8 +109,11 @@ def test_each_regrade_ran_in_a_fresh_sandbox_under_its_hash_seed(regraded: Pytes
                  for phase, facts in sandboxes.items()}
         assert seeds == {"agent": "0", "score": "0", "regrade-1": "1", "regrade-2": "2",
                          "regrade-3": "3"}
-        assert env["regrade"] == {"requested": REGRADES, "seeds": ["1", "2", "3"],
-                                  "problem": None}
+        report = {"requested": REGRADES, "seeds": ["1", "2", "3"], "problem": None}
+        if task == FLAKY:  # the oracle's own patch: there is no other reference to grade
+            report["reference"] = {"graded": False,
+                                   "why": "the agent's patch is the reference solution"}
+        assert env["regrade"] == report
         for index in range(1, REGRADES + 1):
             assert (task_dir / "logs" / f"regrade-{index}_stdout.txt").stat().st_size > 0
         commands = [e for e in run_dir.events()
@@ -174,6 +178,59 @@ def copy_suite(tmp_path: Path, setups: dict[str, list[str]]) -> Path:
     return packs
 
 
+# stable-verifier fixed, but with a format_tags whose order depends on the environment: the
+# agent's own nondeterminism (it passes under PYTHONHASHSEED 0 and 1, fails under 2)
+Q = '"' * 3
+FLAKY_FIX_PATCH = "\n".join([
+    "diff --git a/minilib/tags.py b/minilib/tags.py",
+    "--- a/minilib/tags.py",
+    "+++ b/minilib/tags.py",
+    "@@ -1,11 +1,13 @@",
+    f" {Q}Tags: the distinct labels of a comma-separated list.{Q}",
+    " ",
+    "+import os",
+    "+",
+    " ",
+    " def parse_tags(text):",
+    f"     {Q}The distinct tags of `text`: stripped, lower-cased, empty ones dropped.{Q}",
+    '-    return {tag.strip() for tag in text.split(",") if tag.strip()}',
+    '+    return {tag.strip().lower() for tag in text.split(",") if tag.strip()}',
+    " ",
+    " ",
+    " def format_tags(tags):",
+    f"     {Q}The tags as one comma-separated line, sorted.{Q}",
+    '-    return ", ".join(sorted(tags))',
+    '+    return ", ".join(sorted(tags, reverse=os.environ.get("PYTHONHASHSEED") == "2"))',
+    "",
+])
+
+
+class FlakyFixAgent:
+    """Applies FLAKY_FIX_PATCH through the tools, as the oracle applies its patch."""
+
+    name = "flaky-fix"
+
+    def run(self, ctx: Any) -> Any:
+        from pytest_agentbench.agents.port import AgentOutcome
+
+        result = ctx.toolbox.call("apply_patch", {"unified_diff": FLAKY_FIX_PATCH})
+        assert result.ok, result.error_message
+        return AgentOutcome("done", summary="applied a flaky fix", steps=1)
+
+
+class EditsTestsAgent:
+    """Edits a test file through `run` (read-only under protect_test_infra): the rules decide
+    the verdict, so the attempt is never regraded."""
+
+    name = "test-editor"
+
+    def run(self, ctx: Any) -> Any:
+        from pytest_agentbench.agents.port import AgentOutcome
+
+        ctx.toolbox.call("run", {"command": "echo '# edited' >> tests/test_tags.py"})
+        return AgentOutcome("done", summary="edited a test", steps=1)
+
+
 def local_attempt(tmp_path: Path, task_id: str, index: int, agent_name: str,
                   regrade: int, setup: list[str] | None = None) -> dict[str, Any]:
     """One attempt through the trial on the local sandbox, from a copy of the suite (a setup
@@ -195,7 +252,9 @@ def local_attempt(tmp_path: Path, task_id: str, index: int, agent_name: str,
         attempt_label=f"{task_id}-{index}", events_path=run_dir / "events.jsonl",
         env_cache=EnvCache(tmp_path / "env-cache"), regrade=regrade,
     )
-    agent = OracleAgent() if agent_name == "oracle" else NopAgent()
+    agents = {"oracle": OracleAgent, "nop": NopAgent, "flaky-fix": FlakyFixAgent,
+              "test-editor": EditsTestsAgent}
+    agent = agents[agent_name]()
     record = Trial(task, cfg, LocalSandboxFactory(), MirrorCache(tmp_path / "git"), agent).run()
     return record.to_json_dict()
 
@@ -225,3 +284,49 @@ def test_local_regrade_0_runs_nothing(tmp_path: Path) -> None:
     record = local_attempt(tmp_path, FLAKY, 0, "oracle", 0)
     assert record["result"]["passed"] and record["result"]["regrades"] == []
     assert "regrade" not in record["timings"]
+
+
+def test_local_a_fix_that_is_flaky_where_the_reference_is_stable_is_the_agents_failure(
+    tmp_path: Path
+) -> None:
+    record = local_attempt(tmp_path, STABLE, 0, "flaky-fix", 2)
+    result = record["result"]
+    assert (result["passed"], result["failure_reason"], result["sub_reason"]) == (
+        False, "TESTS_FAILED", "FLAKY_FIX"), result
+    assert [(r["hash_seed"], r["passed"]) for r in result["regrades"]] == [
+        ("1", True), ("2", False)]
+    assert "the reference solution passes under every one (PYTHONHASHSEED=0, 1, 2)" in (
+        result["summary"])
+    run_dir = tmp_path / "run"
+    env_file = next(run_dir.rglob("meta/environment.json"))
+    import json
+
+    reference = json.loads(env_file.read_text())["regrade"]["reference"]
+    assert reference["graded"] and reference["stable_pass"]
+    assert [(r["hash_seed"], r["passed"]) for r in reference["runs"]] == [
+        ("0", True), ("1", True), ("2", True)]
+    phases = [s["phase"] for s in json.loads(env_file.read_text())["sandboxes"]]
+    assert phases[-3:] == ["reference-0", "reference-1", "reference-2"]
+    assert not list((tmp_path / "work").glob("*/re*-*")), "regrade copies are removed"
+
+
+def test_local_an_attempt_the_rules_decide_copies_no_regrade_base(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pytest_agentbench.core.regrade as regrade_mod
+
+    bases: list[Path] = []
+    keep_base = regrade_mod.keep_base
+
+    def spy(at: Any) -> Path:
+        bases.append(keep_base(at))
+        return bases[-1]
+
+    monkeypatch.setattr(regrade_mod, "keep_base", spy)
+    record = local_attempt(tmp_path, STABLE, 0, "test-editor", 2)
+    result = record["result"]
+    assert (result["failure_reason"], result["sub_reason"]) == ("TOOL_ERROR", "EDIT_NOT_ALLOWED")
+    assert result["regrades"] == [] and bases == []  # no copy made for nothing
+    regraded = local_attempt(tmp_path, STABLE, 1, "nop", 1)
+    assert len(regraded["result"]["regrades"]) == 1 and len(bases) == 1
+    assert not bases[0].exists()  # removed once the regrades are done

@@ -1,6 +1,7 @@
 """--agentbench-regrade: the decision (core/regrade.py), what is regraded, the option's parsing
-and where the setting is recorded. The regrade runs themselves, in sandboxes, are tested in
-tests/e2e/test_regrade_e2e.py."""
+and where the setting is recorded. `regrade()` itself is driven here on a real attempt and the
+local sandbox with a fake grading (`once`) whose verdict depends on the patch applied and the
+hash seed; the real runs, in Docker sandboxes, are tested in tests/e2e/test_regrade_e2e.py."""
 
 from __future__ import annotations
 
@@ -9,13 +10,28 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.core.regrade import PASS_FAIL_MIX, decide, gradable, hash_seed, run_record
+from pytest_agentbench.core.attempt import Attempt
+from pytest_agentbench.core.gitops import APPLY_PATCH
+from pytest_agentbench.core.regrade import (
+    FLAKY_FIX,
+    PASS_FAIL_MIX,
+    decide,
+    gradable,
+    hash_seed,
+    regrade,
+    run_record,
+    same_patch,
+)
+from pytest_agentbench.core.trial_config import TrialConfig
 from pytest_agentbench.run.settings import build_settings
 from pytest_agentbench.run.state import config_hash, run_config
 from pytest_agentbench.run.verdict import Tally, category
-from pytest_agentbench.sandbox.port import ExecResult
+from pytest_agentbench.sandbox.local import LocalSandboxFactory
+from pytest_agentbench.sandbox.port import ExecResult, Sandbox, SandboxExited
 from pytest_agentbench.schemas.records import AttemptRecord, RegradeRun, Result
-from pytest_agentbench.schemas.taxonomy import Reason
+from pytest_agentbench.schemas.taxonomy import Reason, blame
+from pytest_agentbench.tasks.loader import load_task
+from tests.support.plugin_runs import TASKPACKS
 from tests.support.synthetic import make_record as synthetic_record
 
 FAILING = ["FAILED tests/test_tags.py::test_format_tags"]
@@ -162,3 +178,174 @@ def test_the_run_config_names_regrade_only_when_asked(tmp_path: Path) -> None:
     assert "regrade" not in run_config(plain, "img")  # old runs' config hash unchanged
     assert run_config(asked, "img")["regrade"] == 3
     assert config_hash(run_config(plain, "img")) != config_hash(run_config(asked, "img"))
+
+
+# --------------------------------------------------------------------------- regrade() itself
+
+AGENT_PATCH = "diff --git a/minilib/tags.py b/minilib/tags.py\n--- a/minilib/tags.py\n+agent\n"
+
+
+def attempt(tmp_path: Path, regrades: int, oracle: bool = True) -> Attempt:
+    """A real attempt at stable-verifier (a copy without its oracle.patch when `oracle` is
+    False) on the local sandbox, with a base for the regrades to copy."""
+    import shutil
+
+    task_dir = TASKPACKS / "custom-verifier" / "stable-verifier"
+    if not oracle:
+        packs = tmp_path / "taskpacks"
+        shutil.copytree(TASKPACKS / "custom-verifier", packs / "custom-verifier")
+        shutil.copytree(TASKPACKS / "_shared", packs / "_shared")
+        task_dir = packs / "custom-verifier" / "stable-verifier"
+        (task_dir / "oracle.patch").unlink()
+    run_dir = tmp_path / "run"
+    cfg = TrialConfig(
+        run_id="r", run_dir=run_dir, work_root=tmp_path / "work", variant="v",
+        variant_config_hash="h", image="local", harness_version="test",
+        events_path=run_dir / "events.jsonl", regrade=regrades,
+    )
+    at = Attempt(load_task(task_dir / "task.yaml"), cfg, LocalSandboxFactory())
+    (at.workspace / "base" / ".git").mkdir(parents=True)
+    return at
+
+
+def copies_left(at: Attempt) -> list[str]:
+    return [p.name for p in at.workspace.iterdir() if p.name not in ("base", "env")]
+
+
+def reference_text() -> str:
+    return (TASKPACKS / "custom-verifier" / "stable-verifier" / "oracle.patch").read_text()
+
+
+class Grader:
+    """A fake `once`: the verdict of the state it is given (which patch the fresh copy holds,
+    under which PYTHONHASHSEED) from `passes(state, seed)`, state "agent" | "reference" |
+    "none"; `explode` = (state, seed) raises SandboxExited there, as an OOM would."""
+
+    def __init__(self, passes: Any, explode: tuple[str, str] | None = None) -> None:
+        self.passes, self.explode = passes, explode
+        self.calls: list[tuple[str, str, str]] = []
+
+    def __call__(self, fresh: Sandbox, log: str, patched: bool) -> tuple[ExecResult, Result]:
+        spec = fresh.spec  # type: ignore[attr-defined]
+        seed = spec.env["PYTHONHASHSEED"]
+        applied = spec.workspace / APPLY_PATCH
+        text = applied.read_text() if patched else ""
+        state = "none" if not text else "reference" if text == reference_text() else "agent"
+        assert spec.workspace.name == log
+        assert state == "reference" or not log.startswith("reference-")
+        self.calls.append((log, state, seed))
+        if self.explode == (state, seed):
+            raise SandboxExited("container exited", exit_code=137, oom_killed=True)
+        passed = self.passes(state, seed)
+        return command(exit_code=0 if passed else 1), PASSED if passed else FAILED
+
+
+def agent_flaky(state: str, seed: str) -> bool:
+    """The agent's state passes under seeds 0 and 2 only; the reference under every seed."""
+    return state == "reference" or seed in ("0", "2")
+
+
+def test_a_flaky_agent_state_with_a_stable_reference_is_the_agents_flaky_fix(
+    tmp_path: Path
+) -> None:
+    at = attempt(tmp_path, 3)
+    grader = Grader(agent_flaky)
+    result = regrade(at, at.workspace / "base", AGENT_PATCH, PASSED, grader)
+    assert (result.passed, result.failure_reason, result.sub_reason) == (
+        False, Reason.TESTS_FAILED, FLAKY_FIX)
+    assert blame(result.failure_reason) == "agent"  # counted against the agent
+    assert [(r.hash_seed, r.passed) for r in result.regrades] == [
+        ("1", False), ("2", True), ("3", False)]
+    assert result.signature == FAILING
+    assert result.summary == (
+        "the agent's final state passes only under some hash seeds (passed with "
+        "PYTHONHASHSEED=0 (the grading), 2; failed with 1, 3) while the reference solution "
+        "passes under every one (PYTHONHASHSEED=0, 1, 2, 3): the nondeterminism is in the "
+        "agent's change, not in the verifier")
+    assert grader.calls[3:] == [(f"reference-{i}", "reference", str(i)) for i in range(4)]
+    reference = at.environment["regrade"]["reference"]
+    assert reference["graded"] and reference["stable_pass"] and reference["problem"] is None
+    assert [(r["hash_seed"], r["passed"]) for r in reference["runs"]] == [
+        ("0", True), ("1", True), ("2", True), ("3", True)]
+    assert copies_left(at) == []
+
+
+def test_a_reference_that_is_flaky_too_leaves_the_verifier_flaky(tmp_path: Path) -> None:
+    at = attempt(tmp_path, 3)
+    grader = Grader(lambda state, seed: seed in ("0", "2"))
+    result = regrade(at, at.workspace / "base", AGENT_PATCH, PASSED, grader)
+    assert (result.failure_reason, result.sub_reason) == (Reason.VERIFIER_FLAKY, PASS_FAIL_MIX)
+    assert result.summary.endswith(
+        "the reference solution fails too (PYTHONHASHSEED=1), so the verifier is not shown "
+        "stable")
+    reference = at.environment["regrade"]["reference"]
+    assert [r["passed"] for r in reference["runs"]] == [True, False]  # stopped: known then
+    assert not reference["stable_pass"]
+
+
+@pytest.mark.parametrize("oracle, patch, why", [
+    (False, AGENT_PATCH, "no reference solution (oracle.patch) to compare with"),
+    (True, None, "the agent's patch is the reference solution"),
+])
+def test_without_a_reference_to_grade_a_disagreement_stays_verifier_flaky(
+    tmp_path: Path, oracle: bool, patch: str | None, why: str
+) -> None:
+    at = attempt(tmp_path, 2, oracle=oracle)
+    grader = Grader(agent_flaky if patch else lambda state, seed: seed == "0")
+    applied = patch if patch is not None else reference_text()
+    result = regrade(at, at.workspace / "base", applied, PASSED, grader)
+    assert (result.failure_reason, result.sub_reason) == (Reason.VERIFIER_FLAKY, PASS_FAIL_MIX)
+    assert result.summary.endswith(f"; {why}")
+    assert at.environment["regrade"]["reference"] == {"graded": False, "why": why}
+    assert [log for log, _, _ in grader.calls] == ["regrade-1", "regrade-2"]  # no reference run
+
+
+def test_regrades_that_agree_grade_no_reference(tmp_path: Path) -> None:
+    at = attempt(tmp_path, 2)
+    grader = Grader(lambda state, seed: True)
+    result = regrade(at, at.workspace / "base", AGENT_PATCH, PASSED, grader)
+    assert result.passed and len(result.regrades) == 2
+    assert "reference" not in at.environment["regrade"]
+    assert len(grader.calls) == 2
+
+
+def test_a_sandbox_error_in_a_regrade_keeps_the_grading_and_is_recorded(tmp_path: Path) -> None:
+    at = attempt(tmp_path, 3)
+    grader = Grader(lambda state, seed: True, explode=("agent", "2"))
+    result = regrade(at, at.workspace / "base", AGENT_PATCH, PASSED, grader)
+    assert result.passed and result.failure_reason is None  # the grading stands
+    assert [r.hash_seed for r in result.regrades] == ["1"]  # the runs completed
+    report = at.environment["regrade"]
+    assert report["seeds"] == ["1"]
+    assert report["problem"] == (
+        "regrade 2: sandbox failed (SandboxExited): container exited")
+    assert [log for log, _, _ in grader.calls] == ["regrade-1", "regrade-2"]  # stopped there
+    assert copies_left(at) == []
+
+
+def test_a_sandbox_error_after_a_disagreement_decides_on_the_runs_completed(
+    tmp_path: Path
+) -> None:
+    at = attempt(tmp_path, 3)
+    grader = Grader(agent_flaky, explode=("agent", "2"))
+    result = regrade(at, at.workspace / "base", AGENT_PATCH, PASSED, grader)
+    assert [(r.hash_seed, r.passed) for r in result.regrades] == [("1", False)]
+    assert (result.failure_reason, result.sub_reason) == (Reason.TESTS_FAILED, FLAKY_FIX)
+    assert at.environment["regrade"]["problem"].startswith("regrade 2: sandbox failed")
+
+
+def test_a_sandbox_error_in_a_reference_run_leaves_the_verifier_flaky(tmp_path: Path) -> None:
+    at = attempt(tmp_path, 2)
+    grader = Grader(agent_flaky, explode=("reference", "1"))
+    result = regrade(at, at.workspace / "base", AGENT_PATCH, PASSED, grader)
+    assert result.failure_reason == Reason.VERIFIER_FLAKY
+    problem = "reference run 1: sandbox failed (SandboxExited): container exited"
+    assert at.environment["regrade"]["reference"]["problem"] == problem
+    assert result.summary.endswith(f"the reference solution could not be graded ({problem})")
+
+
+def test_the_same_patch_ignores_index_lines_and_trailing_blank_space() -> None:
+    ours = "diff --git a/x b/x\nindex 1234567..89abcde 100644\n--- a/x\n+++ b/x\n@@\n-a\n+b\n"
+    theirs = ours.replace("1234567..89abcde", "123456789..89abcdef0") + "\n"
+    assert same_patch(ours, theirs)
+    assert not same_patch(ours, ours.replace("+b", "+c"))
