@@ -130,8 +130,9 @@ class Result(Record):
     tests_passed: int | None = None
     tests_failed: int | None = None
     # --agentbench-regrade: the passing command re-run on the same final state, in order. Any
-    # that disagrees with the grading makes the attempt VERIFIER_FLAKY. Empty without regrades
-    # (and in records written before them).
+    # that disagrees with the grading makes the attempt VERIFIER_FLAKY, or TESTS_FAILED
+    # (FLAKY_FIX) when the task's reference solution passes under every seed (core/regrade.py).
+    # Empty without regrades (and in records written before them).
     regrades: list[RegradeRun] = Field(default_factory=list)
 
 
