@@ -1,18 +1,6 @@
-"""The work of `agentbench replay` (cli/replay.py registers the command and imports this only
-when it runs: it pulls in the agents, the trial and pydantic).
-
-`agentbench replay --run RUN_DIR --task TASK_ID`: re-execute an attempt's recorded tool calls
-in a fresh sandbox, with no model, and say whether the recorded outcome reproduces (spec
-improvement 6).
-
-The replay runs the whole trial (prepare → setup → baseline → scripted agent → score) on the
-frozen task.yaml of the run, so a difference points at the harness, the task or the environment
-(flaky tests, a changed runner image), not at the model. Verdicts the recorded agent reached on its
-own (AGENT_STUCK, AGENT_GAVE_UP, AGENT_NO_PROGRESS, PATCH_REJECTED, the task budget) cannot come
-out of replaying its tool calls; they are carried over from the record and apply only when the
-replayed tests fail again, exactly as they did in the original trial. Artifacts go to
-`RUN_DIR/replays/<task>-<timestamp>/`. Exit status: 0 reproduced, 1 not reproduced, 2 usage error.
-"""
+"""The work of `agentbench replay` (what the command does: cli/replay.py's docstring, which
+registers it and imports this only when it runs: it pulls in the agents, the trial and
+pydantic)."""
 
 from __future__ import annotations
 

@@ -19,9 +19,6 @@ CPU, 1.7-4.0 s wall.
 
 from __future__ import annotations
 
-import contextlib
-import gc
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,7 +34,7 @@ from pytest_agentbench.reporting.failure_clusters import (
 )
 from pytest_agentbench.reporting.failure_clusters import signature_keys as signature_keys
 from pytest_agentbench.reporting.failure_clusters import signatures as _cluster_signatures
-from pytest_agentbench.reporting.load import CATEGORIES, Run, load_run
+from pytest_agentbench.reporting.load import CATEGORIES, Run, load_run, paused_gc
 from pytest_agentbench.reporting.task_index import TaskIndex
 
 if TYPE_CHECKING:
@@ -80,19 +77,8 @@ def summarize(run: Run, infra_as_failure: bool = False, top: int = 10) -> RunSum
     """The summary of `run`. The cyclic garbage collector is paused meanwhile: the per-task
     lists (tens of thousands of small dicts) set it off again and again over a heap holding the
     whole frame, 0.1 s of 0.5 s over 100,000 attempts; nothing here makes cycles to collect."""
-    with _no_gc():
+    with paused_gc():
         return _summarize(run, infra_as_failure, top)
-
-
-@contextlib.contextmanager
-def _no_gc() -> Iterator[None]:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _summarize(run: Run, infra_as_failure: bool, top: int) -> RunSummary:
