@@ -46,7 +46,7 @@ from pytest_agentbench.plugin.workers import (
 from pytest_agentbench.run.engine_pool import EnginePlan
 from pytest_agentbench.run.engine_setup import plan_engines
 from pytest_agentbench.run.finish import end_run
-from pytest_agentbench.run.hostenv import work_root
+from pytest_agentbench.run.hostenv import WorkRootError, work_base, work_root
 from pytest_agentbench.run.settings import OutDirError, RunSettings, build_settings
 from pytest_agentbench.run.sigterm import (
     on_sigterm,
@@ -147,12 +147,13 @@ class AgentbenchPlugin:
         if config.option.collectonly:
             return
         try:
+            work_base()  # another user's or a link: refused here, in one line
             self.image = runner_image(settings.sandbox, settings.image)
             if settings.docker:
                 self.engines = plan_engines(settings.engines, self.image, work_root("engines"),
                                             self._say)[0]
             self.state = start_run(settings, self.image.ref, redact_obj=self.redactor.redact_obj)
-        except (ImageUnavailable, ResumeError, OutDirError) as exc:
+        except (ImageUnavailable, ResumeError, OutDirError, WorkRootError) as exc:
             raise pytest.UsageError(str(exc)) from None
         self.log = AttemptLog(self.state, self.redactor.redact_record)
         if config.pluginmanager.hasplugin("xdist"):

@@ -101,16 +101,16 @@ class MirrorCache:
 
     def checkout(self, url: str, commit: str, dest: Path, owner_uid: int | None = None) -> Checkout:
         """Fresh workspace at ``dest``: detached HEAD at ``commit``, clean status, no
-        alternates, holding only that commit's history; owned by ``owner_uid`` when root,
-        otherwise group/other-writable."""
+        alternates, holding only that commit's history; owned by ``owner_uid`` when root
+        (nothing group/other-writable), otherwise group/other-writable."""
         started = time.monotonic()
         check_git_source(url)
         dest = Path(dest).absolute()
-        workspace.prepare_dest(dest)
+        workspace.prepare_dest(dest, owner_uid)
         mirror, fetched, full = self._ensure(url, commit)
         try:
-            self._populate(url, mirror, full, dest)
-            workspace.checkout_detached(dest, full, self.git_timeout)
+            self._populate(url, mirror, full, dest, owner_uid)
+            workspace.checkout_detached(dest, full, self.git_timeout, owner_uid)
             workspace.hand_over(dest, owner_uid, self.git_timeout)
         except RepoError as exc:
             workspace.clear_dir(dest)
@@ -237,19 +237,21 @@ class MirrorCache:
 
     # ----------------------------------------------------------------- workspaces
 
-    def _populate(self, url: str, mirror: Path, full: str, dest: Path) -> None:
+    def _populate(self, url: str, mirror: Path, full: str, dest: Path,
+                  owner_uid: int | None = None) -> None:
         """git init ``dest`` and copy in the commit's snapshot pack (building it if needed)."""
         snap = self._snapshots_root(url) / full
         with self._lock(url, shared=True):
             packs = snapshots.snapshot_packs(snap)
             if packs:
                 snapshots.touch(snap)
-                workspace.init_repo(dest, packs, self.git_timeout)
+                workspace.init_repo(dest, packs, self.git_timeout, owner_uid)
                 return
         with self._lock(url, shared=False):
             if not snapshots.snapshot_packs(snap):
                 self._build_snapshot(url, mirror, full, snap)
-            workspace.init_repo(dest, snapshots.snapshot_packs(snap), self.git_timeout)
+            workspace.init_repo(dest, snapshots.snapshot_packs(snap), self.git_timeout,
+                               owner_uid)
 
     def _build_snapshot(self, url: str, mirror: Path, full: str, snap: Path) -> None:
         """Under the exclusive lock. pack-objects failing means a broken mirror: re-clone once."""

@@ -19,17 +19,33 @@ GIT_USER = ("agentbench", "agentbench@localhost")
 _FULL_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 
-def prepare_dest(dest: Path) -> None:
+def tree_umask(owner_uid: int | None) -> int:
+    """The umask a checkout is made with. A tree a root harness hands over to the sandbox uid
+    (hand_over) needs nobody else to write: 022, no directory of it is world-writable. Otherwise
+    the sandbox may run as a uid the engine maps elsewhere (a rootless engine) or as another user
+    than the tree's owner, so the tree stays group/other-writable (0); the private work root
+    above it (run/hostenv.work_base, 0700) keeps other users of the host out either way."""
+    return 0o022 if handed_over(owner_uid) else 0
+
+
+def handed_over(owner_uid: int | None) -> bool:
+    """Whether hand_over gives the tree to `owner_uid` (we are root and it is another uid)."""
+    return owner_uid is not None and os.geteuid() == 0 and owner_uid != 0
+
+
+def prepare_dest(dest: Path, owner_uid: int | None = None) -> None:
     """Create ``dest``; refuse to reuse a non-empty directory (attempts must not share state)."""
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise RepoError(f"workspace {dest} already exists and is not empty")
     dest.mkdir(parents=True, exist_ok=True)
-    os.chmod(dest, 0o777)  # the sandbox user must be able to add files at the top level
+    # the sandbox user must be able to add files at the top level (its own once handed over)
+    os.chmod(dest, 0o777 & ~tree_umask(owner_uid))
 
 
-def init_repo(dest: Path, packs: list[Path], timeout: float) -> None:
-    """``git init`` in ``dest`` (umask 0: group/other may write) and copy in the packs."""
-    run_git(["init", "-q", "--template=", "--", str(dest)], timeout=timeout, umask=0)
+def init_repo(dest: Path, packs: list[Path], timeout: float, owner_uid: int | None = None) -> None:
+    """``git init`` in ``dest`` (under tree_umask) and copy in the packs."""
+    run_git(["init", "-q", "--template=", "--", str(dest)], timeout=timeout,
+            umask=tree_umask(owner_uid))
     git_dir = dest / ".git"
     with (git_dir / "config").open("a") as fh:
         fh.write(f"[user]\n\tname = {GIT_USER[0]}\n\temail = {GIT_USER[1]}\n")
@@ -41,9 +57,10 @@ def init_repo(dest: Path, packs: list[Path], timeout: float) -> None:
         os.chmod(target, 0o444)  # git treats pack files as immutable
 
 
-def checkout_detached(dest: Path, commit: str, timeout: float) -> None:
-    """Check out ``commit`` (a full sha, never an option) with a detached HEAD; files are
-    created world-writable."""
+def checkout_detached(dest: Path, commit: str, timeout: float,
+                      owner_uid: int | None = None) -> None:
+    """Check out ``commit`` (a full sha, never an option) with a detached HEAD, under
+    tree_umask."""
     if not _FULL_SHA.match(commit):
         raise RepoError(f"{commit!r} is not a full commit sha")
     run_git(
@@ -59,7 +76,7 @@ def checkout_detached(dest: Path, commit: str, timeout: float) -> None:
             commit,
         ],
         timeout=timeout,
-        umask=0,
+        umask=tree_umask(owner_uid),
     )
 
 
@@ -71,10 +88,11 @@ def workspace_git_args(dest: Path) -> list[str]:
 def hand_over(dest: Path, owner_uid: int | None, timeout: float) -> None:
     """Give the tree to ``owner_uid`` (uid:gid) when we are root.
 
-    Without root the tree stays owned by us but is already group/other-writable (umask 0).
+    Without root the tree stays owned by us but is already group/other-writable (tree_umask).
     """
-    if owner_uid is None or owner_uid == os.geteuid() or os.geteuid() != 0:
+    if not handed_over(owner_uid):
         return
+    assert owner_uid is not None
     chown_tree(dest, owner_uid, owner_uid)
     # chown changed every ctime; refresh the index so the first `git status` stays cheap.
     run_git([*workspace_git_args(dest), "update-index", "-q", "--refresh"], timeout=timeout)

@@ -4,6 +4,7 @@ who owns the workspace, where the pip and environment caches live, which CA bund
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -22,9 +23,64 @@ def owner_uid(sandbox: str = "docker") -> int | None:
     return SANDBOX_UID if sandbox == "docker" and os.geteuid() == 0 else None
 
 
+class WorkRootError(Exception):
+    """The work root cannot be trusted (another user's, a link, writable by others): one line."""
+
+
+def work_base() -> Path:
+    """`$TMPDIR/agentbench-work-<uid>`, the parent of every run's work root: made 0700 by us
+    (mkdir semantics, never through a link), or, when it exists, checked to be a directory
+    (not a link) that we own and nobody else may write, and narrowed to 0700. Everything a run
+    keeps under it (checkouts, pre-agent copies, engine slots) is then out of other users'
+    reach, whatever its own modes: $TMPDIR is shared, its names are predictable, and a
+    directory or link another user planted there first is refused (WorkRootError), never used.
+    """
+    base = Path(tempfile.gettempdir()) / f"agentbench-work-{os.getuid()}"
+    private_dir(base, "work root")
+    return base
+
+
+def private_dir(path: Path, what: str) -> None:
+    """Create `path` 0700, or accept the existing one only when it is a real directory owned by
+    this user that neither group nor other can write (then made 0700); WorkRootError else."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise WorkRootError(f"{what} {path}: cannot create it ({exc.strerror})") from None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        try:
+            link = stat.S_ISLNK(os.lstat(path).st_mode)
+        except OSError:
+            link = False
+        why = "is a symbolic link" if link else f"is not a usable directory ({exc.strerror})"
+        raise WorkRootError(f"{what} {path} {why}: refused (remove it, or set TMPDIR to a "
+                            "directory of your own)") from None
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != os.geteuid():
+            raise WorkRootError(
+                f"{what} {path} is owned by uid {st.st_uid}, not by this user "
+                f"({os.geteuid()}): refused (another user may have made it first; remove it, "
+                "or set TMPDIR to a directory of your own)")
+        if st.st_mode & 0o022:
+            raise WorkRootError(
+                f"{what} {path} is writable by group or other (mode "
+                f"{stat.S_IMODE(st.st_mode):o}): refused (what is under it may not be ours; "
+                "remove it, or set TMPDIR to a directory of your own)")
+        if st.st_mode & 0o077:
+            os.fchmod(fd, 0o700)  # an older harness made it 0755
+    finally:
+        os.close(fd)
+
+
 def work_root(run_id: str) -> Path:
-    """Where a run's per-attempt checkouts live while they run (removed at session end)."""
-    return Path(tempfile.gettempdir()) / f"agentbench-work-{os.getuid()}" / run_id
+    """Where a run's per-attempt checkouts live while they run (removed at session end), under
+    the private `work_base()` (WorkRootError when it cannot be trusted)."""
+    return work_base() / run_id
 
 
 def pip_cache_dir() -> Path:
