@@ -19,6 +19,7 @@ import pytest_agentbench.core.baseline as baseline_mod
 from pytest_agentbench.core.attempt import Attempt, Failure
 from pytest_agentbench.core.envcache import CacheHold, cache_key
 from pytest_agentbench.core.gitops import dirty_tracked_files
+from pytest_agentbench.core.trial_config import pip_cache_dir
 from pytest_agentbench.repos.sources import resolve_source
 from pytest_agentbench.sandbox.port import ExecResult, Sandbox
 from pytest_agentbench.schemas.records import SetupInfo
@@ -202,13 +203,13 @@ def failure_tail(result: ExecResult, redact: Callable[[str], str]) -> str:
 
 
 def _env_cache_key(at: Attempt) -> str:
-    env = at.spec.environment
+    spec, cfg = at.spec, at.cfg
     key = cache_key(
-        at.spec.setup.commands,
-        env.network_policy,
-        at.found.commit,
-        env.docker_image or at.cfg.image_id or at.cfg.image,
-        env.workdir,
+        spec,
+        commit=at.found.commit,
+        image=spec.environment.docker_image or cfg.image_id or cfg.image,
+        engine=type(at.sandboxes).__name__,
+        pip_cache=pip_cache_dir(cfg.pip_cache, spec).name if cfg.pip_cache else None,
     )
     cache = at.cfg.env_cache
     at.environment["env_cache"] = {"key": key, "root": str(cache.root) if cache else None}

@@ -2,11 +2,19 @@
 
 An entry is what one clean setup left: the whole workspace (`repo/`, the checkout with every
 ignored file setup wrote: a `.venv`, `*.egg-info`, build outputs) and the env dir (`env/`,
-mounted at /env). The key covers everything that decides that state: the setup commands, the
-network policy, the resolved commit, the image, the workdir and the layout version; never the
-run id. Entries never change once published: an attempt gets a copy-on-write view or a copy of
-`repo/` and a read-only mount (or a copy) of `env/` (SandboxFactory.provision_from), so nothing
-an agent does reaches the next attempt.
+mounted at /env). The key covers everything that shapes that state or decides whether its setup
+may run at all (`cache_key`): every task field that does (KEYED_TASK_FIELDS: the setup and
+capture commands, which run in the same writable sandbox, the repository, the image, the
+workdir, the network policy, the limits and timeouts setup runs under, the redaction its logs
+got), the resolved commit and image, the sandbox engine, the task's own pip cache and the
+layout version; never the run id. Every other task field is named in SETUP_IRRELEVANT with
+why, and a test fails when a field is in neither, so none is left out silently (issue 20
+item 2: a task that copied another's setup and added a capture command published the other's
+key with a planted file; one with a 2 GiB disk limit built what a 32 MiB one was served).
+Entries never change once published, and hold no setuid or setgid bit (any local user could
+otherwise run a file as the sandbox's uid): an attempt gets a copy-on-write view (mounted
+nosuid,nodev) or a copy of `repo/` and a read-only mount (or a copy) of `env/`
+(SandboxFactory.provision_from), so nothing an agent does reaches the next attempt.
 
 Concurrency, with flock(2) on files under `.locks/` (released by the kernel when a process
 dies, so a crashed worker never wedges the others):
@@ -32,23 +40,89 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.paths.trees import copy_tree, tree_size
+from pytest_agentbench.paths.trees import copy_tree, strip_setid, tree_size
+from pytest_agentbench.schemas.task import TaskSpec
 
-LAYOUT_VERSION = 2
+LAYOUT_VERSION = 3  # 3: the key covers capture commands, limits and the rest (issue 20 item 2)
 META = "meta.json"
 USED = "last_used"
 CLAIM_POLL_SEC = 0.25
 STALE_TMP_SEC = 6 * 3600  # a half-written entry this old belongs to a dead build
 
 
-def cache_key(commands: list[str], network_policy: str, commit: str, image_id: str,
-              workdir: str = "/workspace") -> str:
+# The task fields (TaskSpec, by dotted path) that shape what a setup leaves or decide whether it
+# may run: each is in the key. tests/unit/test_env_cache_key.py walks the schema and fails when
+# a field is neither here nor in SETUP_IRRELEVANT, and when changing a keyed one keeps the key.
+KEYED_TASK_FIELDS = (
+    "repo.url",  # the source; the resolved commit is keyed too
+    "repo.commit",
+    "environment.docker_image",  # as written; the resolved image is keyed too
+    "environment.python",
+    "environment.workdir",  # where the workspace is mounted: paths a venv or build bakes in
+    "environment.network_policy",  # whether setup could download anything
+    "environment.cpu_limit",  # the limits the setup sandbox ran under: a setup that fails
+    "environment.mem_limit_mb",  # under one task's limits must not be served what it built
+    "environment.pids_limit",  # under another's
+    "environment.disk_limit_mb",
+    "environment.setup_timeout_sec",  # the setup commands' shared budget
+    "environment.tool_timeout_sec",  # each capture command's budget
+    "setup.commands",
+    "setup.capture",  # capture commands run in the same writable sandbox as setup
+    "artifacts.redact",  # the entry keeps the capture logs, redacted when they were written
+)
+SETUP_IRRELEVANT = {
+    "task_spec_version": "the schema's version: a new one is a new model, walked again",
+    "id": "a name: setup never sees it (the task's own pip cache is keyed separately)",
+    "suite": "a name, as id",
+    "harness_min_version": "decides only whether the task loads",
+    "description": "text for people",
+    "labels": "selection and reporting",
+    "quarantine": "selection and reporting",
+    "environment.timeout_sec": "the agent's time; it lengthens the setup sandbox's lifetime, "
+    "which always exceeds setup's own budget",
+    "validation.failing_command": "baseline and scoring, after setup, never cached",
+    "validation.passing_command": "scoring",
+    "validation.expected_exit_codes": "baseline verdict",
+    "validation.expected_failure_regex": "baseline verdict",
+    "validation.disallowed_failure_regex": "baseline verdict",
+    "validation.expected_failing_tests": "baseline verdict",
+    "validation.baseline_runs": "baseline, after setup (and the sandbox lifetime, as timeout_sec)",
+    "validation.results": "scoring evidence",
+    "agent.entrypoint": "the agent runs after setup, in a sandbox of its own",
+    "agent.max_steps": "the agent",
+    "agent.allow_file_write": "the agent's tools",
+    "agent.editable_globs": "the agent's tools",
+    "agent.readonly_globs": "the agent's tools",
+    "agent.max_changed_files": "the agent's edit policy",
+    "agent.max_lines_changed": "the agent's edit policy",
+    "agent.forbidden_commands": "the agent's tools",
+    "agent.protect_test_infra": "the agent's tools and scoring",
+    "artifacts.keep_workspace": "what is kept after the attempt",
+    "oracle.patch": "the reference fix, applied by the oracle agent after setup",
+}
+
+
+def cache_key(spec: TaskSpec, *, commit: str, image: str, engine: str,
+              pip_cache: str | None = None) -> str:
+    """The env-cache key of `spec`'s setup: the KEYED_TASK_FIELDS, the resolved `commit` and
+    `image` (id when known), the sandbox `engine` that runs setup (a local sandbox's entry holds
+    host paths and ran under no limits), the task's own pip cache (`pip_cache`, a name: what an
+    earlier setup of that task left there can shape what pip installs) and the layout."""
+    fields = spec.model_dump(mode="json")
+    keyed = {path: _field(fields, path) for path in KEYED_TASK_FIELDS}
     blob = json.dumps(
-        {"commands": commands, "network": network_policy, "commit": commit, "image": image_id,
-         "workdir": workdir, "layout": LAYOUT_VERSION},
+        {"task": keyed, "commit": commit, "image": image, "engine": engine,
+         "pip_cache": pip_cache, "layout": LAYOUT_VERSION},
         sort_keys=True,
     )
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+def _field(fields: dict[str, Any], path: str) -> Any:
+    value: Any = fields
+    for part in path.split("."):
+        value = value[part]  # a KeyError is a stale name here: the key test catches it
+    return value
 
 
 class _Lock:
@@ -179,6 +253,7 @@ class EnvCache:
             tmp.mkdir(parents=True)
             copy_tree(repo, tmp / "repo")
             copy_tree(env, tmp / "env")
+            strip_setid(tmp)  # nothing in an entry runs as whoever made it
             (tmp / "logs").mkdir()
             for log in logs:
                 (tmp / "logs" / log.name).write_bytes(log.read_bytes())

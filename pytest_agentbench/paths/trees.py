@@ -23,6 +23,24 @@ def copy_tree(src: Path, dst: Path) -> None:
     subprocess.run(["cp", "-a", f"{src}/.", str(dst)], check=True, capture_output=True)
 
 
+SETID_BITS = "/6000"  # find(1)'s -perm: setuid or setgid
+
+
+def strip_setid(root: Path) -> None:
+    """Clear the setuid and setgid bits of everything below `root`, symlinks never followed
+    (they have no mode of their own): a tree others will use, such as an env-cache entry, must
+    not let any local user run a file as whoever made it. Fails closed: OSError unless a second
+    look finds no such bit left. For a tree nothing else writes while this runs."""
+    found = ["find", "-P", str(root), "-perm", SETID_BITS, "!", "-type", "l"]
+    strip = subprocess.run([*found, "-exec", "chmod", "ug-s", "--", "{}", "+"],
+                           capture_output=True, text=True, check=False)
+    left = subprocess.run([*found, "-print", "-quit"], capture_output=True, text=True,
+                          check=False)
+    if strip.returncode != 0 or left.returncode != 0 or left.stdout:
+        problem = (strip.stderr or left.stderr).strip()[-300:] or f"still set: {left.stdout}"
+        raise OSError(f"cannot clear setuid/setgid bits below {root}: {problem}")
+
+
 def remove_tree(path: Path) -> list[str]:
     """Delete `path` and everything below it without following a symlink, iteratively: no
     recursion limit (shutil.rmtree raises RecursionError past ~1000 levels, which

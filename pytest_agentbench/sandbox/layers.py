@@ -6,7 +6,8 @@ same conditions as the loop filesystem of sandbox/disk.py), an overlay mount: `b
 layer, the upper layer and overlayfs's work dir live in `<parent>/.<name>.agentbench-layer-<owner>`,
 provisioned with the disk limit, so what the attempt writes is bounded as before and the view
 costs no copy (measured on a 329 MB, 10k-file venv: 0.00 s to mount, 5-9 s to `cp -a`, 16 s
-to untar). Otherwise a copy (`cp -a`) into the provisioned `path`.
+to untar); mounted nosuid,nodev, so no host user gains the sandbox user's uid through a setuid
+file made in it. Otherwise a copy (`cp -a`) into the provisioned `path`.
 
 Overlay mounts of dead processes are found by their layer dir's owner tag and unmounted
 (`release_stale`), before their loop filesystems.
@@ -61,7 +62,10 @@ def mount_overlay(path: Path, base: Path, layer: Path) -> None:
     top = os.stat(base)
     os.chown(upper, top.st_uid, top.st_gid)
     os.chmod(upper, top.st_mode & 0o7777)
-    options = f"lowerdir={base.absolute()},upperdir={upper.absolute()},workdir={work.absolute()}"
+    # nosuid,nodev: a setuid file the sandbox's user makes in the view (or a device node) must
+    # give no host user its uid (issue 20 item 2), as the workspace's loop filesystem already
+    options = (f"nosuid,nodev,lowerdir={base.absolute()},upperdir={upper.absolute()},"
+               f"workdir={work.absolute()}")
     proc = subprocess.run(["mount", "-t", "overlay", "overlay", "-o", options, str(path)],
                           capture_output=True, text=True, timeout=60, check=False)
     if proc.returncode != 0:
