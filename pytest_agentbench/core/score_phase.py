@@ -37,7 +37,8 @@ def score(at: Attempt, agent_sandbox: Sandbox, toolbox: RecordingToolbox) -> Res
         ) from exc
     if violation is None and spec.agent.protect_test_infra:
         pristine = HostFiles(at.workspace / "pristine")
-        violation = pytest_config_change(pristine, agent_sandbox.files, toolbox.changed_files)
+        violation = pytest_config_change(pristine, agent_sandbox.files, toolbox.changed_files,
+                                         toolbox.final_patch)  # the patch is what is scored
     at.found.agent = toolbox.stats(outcome)
     agent_sandbox.close()
     patch = toolbox.final_patch
