@@ -2,9 +2,10 @@
 context packer put in the first message, and what it left out) and `agent/delegation.json` (the
 sub-agents' delegation graph).
 
-Both are agent output: they are read only from inside the run directory (links resolved), only
-up to MAX_JSON_BYTES, and turned into plain rows of strings and numbers that the page's script
-puts in with `textContent`. A file that is not what it should be becomes one `error` line.
+Both are agent output in a run directory from elsewhere: they are read without following any
+link, regular files only, up to MAX_JSON_BYTES (run_files.py), and turned into plain rows of
+strings and numbers that the page's script puts in with `textContent`. A file that is not what
+it should be becomes one `error` line.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from pytest_agentbench.reporting.run_files import read_run_file
 
 CONTEXT_FILE = "agent/context_manifest.json"
 DELEGATION_FILE = "agent/delegation.json"
@@ -24,28 +27,22 @@ class _Bad(Exception):
     """The file's content is not the documented shape (one line, the field)."""
 
 
-def _inside(root: Path, path: Path) -> bool:
-    base = root.resolve()
-    target = path.resolve()
-    return target == base or base in target.parents
-
-
-def _load(run_dir: Path, art: Path | None, rel: str,
+def _load(run_dir: Path, art: str | None, rel: str,
           parse: Callable[[Any], dict[str, Any]]) -> dict[str, Any] | None:
-    """None when the file is absent; else the parsed rows or {"error": one line}."""
+    """None when the file is absent; else the parsed rows or {"error": one line}. `art` is the
+    attempt's folder relative to `run_dir`."""
     if art is None:
         return None
-    path = art / rel
-    if not path.is_file():
+    found = read_run_file(run_dir, f"{art}/{rel}", MAX_JSON_BYTES)
+    if found.missing:
         return None
-    if not _inside(run_dir, path):
-        return {"error": f"{rel}: outside the run directory; ignored"}
+    if found.data is None:  # a link, a FIFO, ...: never opened
+        return {"error": f"{rel}: not shown ({found.where}: {found.why})"}
+    if found.cut:
+        return {"error": f"{rel}: larger than {MAX_JSON_BYTES} bytes; not shown"}
     try:
-        if path.stat().st_size > MAX_JSON_BYTES:
-            return {"error": f"{rel}: larger than {MAX_JSON_BYTES} bytes; not shown"}
-        data = json.loads(path.read_bytes())
-        return parse(data)
-    except (OSError, ValueError, RecursionError) as exc:
+        return parse(json.loads(found.data))
+    except (ValueError, RecursionError) as exc:
         return {"error": f"{rel}: not readable JSON ({' '.join(str(exc).split())[:200]})"}
     except _Bad as exc:
         return {"error": f"{rel}: {exc}"}
@@ -156,7 +153,8 @@ def _node_row(depth: int, key: str, node: dict[str, Any]) -> list[Any]:
             _text(node.get("status"), 60), _text(node.get("summary")), _text(key, 60)]
 
 
-def agent_artifacts(run_dir: Path, art: Path | None) -> dict[str, Any]:
-    """The drill-down's `context` and `delegation` entries of one attempt (None when absent)."""
+def agent_artifacts(run_dir: Path, art: str | None) -> dict[str, Any]:
+    """The drill-down's `context` and `delegation` entries of one attempt (None when absent);
+    `art` is the attempt's folder relative to `run_dir` (None: it has none)."""
     return {"context": _load(run_dir, art, CONTEXT_FILE, parse_context),
             "delegation": _load(run_dir, art, DELEGATION_FILE, parse_delegation)}

@@ -11,13 +11,17 @@ are geometry from html_svg.py. Each task row has the id `task-<task id>`: a link
 Every embedded text also passes through a `Redactor` (the credential patterns by default; the
 plugin passes the run's own, which knows each task's secrets): the artifacts of a run written
 before redaction covered them must not leak through the report.
-Missing artifacts are reported in the drill-down; paths escaping the run dir are ignored.
+Missing artifacts are reported in the drill-down. A run directory is data from elsewhere: its
+files are read without following any link, regular files only, capped (run_files.py); one that
+is not is shown as the line saying why.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import math
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +42,13 @@ from pytest_agentbench.reporting.html_env import (
 from pytest_agentbench.reporting.html_timeline import spans
 from pytest_agentbench.reporting.load import Run, load_events, load_run
 from pytest_agentbench.reporting.names import INDEX_FILE
+from pytest_agentbench.reporting.run_files import (
+    RunFile,
+    list_dir,
+    open_dir,
+    read_in,
+    read_run_file,
+)
 from pytest_agentbench.reporting.summary import RunSummary, summarize
 from pytest_agentbench.schemas.taxonomy import FLAKY_REASONS
 
@@ -47,6 +58,7 @@ if TYPE_CHECKING:
 HTML_FILE = "report.html"
 MAX_TASKS = 1000
 MAX_FILE_CHARS = 200_000
+MAX_FILE_BYTES = 4 * MAX_FILE_CHARS  # read at most this much of a file (UTF-8: 4 bytes a char)
 MAX_JSONL_ITEMS = 500
 _EVENT_DETAIL = ("phase", "tool", "step", "ok", "exit_code", "error_type", "duration_ms",
                  "command", "passed", "failure_reason", "kind", "message", "path", "rule",
@@ -261,12 +273,16 @@ def _num(x: Any) -> Any:
 
 def _attempt(run_dir: Path, rec: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
     rel = rec["task_dir"] or f"tasks/{rec['task_id']}"
-    task_dir = _inside(run_dir, rel)
+    folder = open_dir(run_dir, rel)  # no link followed, the folder's own path included
     missing: list[str] = []
     never_ran = rec["failure_reason"] == "TASK_INVALID"  # its spec failed: no artifacts expected
-    if not never_ran and (task_dir is None or not task_dir.is_dir()):
-        missing.append(f"No artifact folder found ({rel}).")
-    art = task_dir if task_dir is not None and task_dir.is_dir() else None
+    art: str | None = None
+    if isinstance(folder, int):
+        os.close(folder)
+        art = rel
+    elif not never_ran:
+        missing.append(f"No artifact folder found ({rel})." if folder.missing
+                       else f"Artifact folder {folder.note}.")
     return {
         "index": int(rec["attempt_index"]), "passed": bool(rec["passed"]),
         "reason": rec["failure_reason"], "category": str(rec["category"]),
@@ -276,8 +292,8 @@ def _attempt(run_dir: Path, rec: dict[str, Any], events: list[dict[str, Any]]) -
         "task_dir": rec["task_dir"], "missing": missing, "engine": rec["engine"],
         "retried": engine_report.try_lines(rec["retried"]),
         "events": [_event_row(e) for e in events], "spans": spans(events),
-        "tool_calls": _jsonl_items(art, "agent/tool_calls.jsonl", _tool_title),
-        "conversation": _jsonl_items(art, "agent/conversation.jsonl", _message_title,
+        "tool_calls": _jsonl_items(run_dir, art, "agent/tool_calls.jsonl", _tool_title),
+        "conversation": _jsonl_items(run_dir, art, "agent/conversation.jsonl", _message_title,
                                      _message_text),
         "diffs": _files(run_dir, art, "diffs", "*.patch"),
         "logs": _files(run_dir, art, "logs", "*.txt"),
@@ -285,34 +301,33 @@ def _attempt(run_dir: Path, rec: dict[str, Any], events: list[dict[str, Any]]) -
     }
 
 
-def _inside(root: Path, rel: str) -> Path | None:
-    """`root / rel` if it stays inside `root` after resolving links, else None."""
-    base = root.resolve()
-    target = (base / rel).resolve()
-    return target if target == base or base in target.parents else None
-
-
 def _event_row(e: dict[str, Any]) -> list[Any]:
     detail = ", ".join(f"{k}={str(e[k])[:200]}" for k in _EVENT_DETAIL if e.get(k) is not None)
     return [e.get("seq"), e.get("mono_ms"), e.get("type"), e.get("actor"), detail]
 
 
-def _read_text(path: Path) -> str:
-    with path.open("r", encoding="utf-8", errors="replace") as fh:
-        text = fh.read(MAX_FILE_CHARS + 1)
-    if len(text) > MAX_FILE_CHARS:
+def _text(found: RunFile) -> str:
+    """The file's first MAX_FILE_CHARS characters, or the line saying why it is not shown."""
+    if found.data is None:
+        return f"[{found.note}]"
+    text = found.data.decode("utf-8", "replace")
+    if found.cut or len(text) > MAX_FILE_CHARS:
         text = text[:MAX_FILE_CHARS] + f"\n[... truncated at {MAX_FILE_CHARS} characters ...]"
     return text
 
 
-def _files(run_dir: Path, art: Path | None, sub: str, pattern: str) -> list[dict[str, str]]:
-    if art is None or not (art / sub).is_dir():
-        return []
-    out = []
-    for path in sorted((art / sub).glob(pattern)):
-        if path.is_file() and _inside(run_dir, str(path.relative_to(run_dir.resolve()))):
-            out.append({"title": path.name, "text": _read_text(path)})
-    return out
+def _files(run_dir: Path, art: str | None, sub: str, pattern: str) -> list[dict[str, str]]:
+    """Each `pattern` file of the attempt's folder `sub`; a link or a FIFO is listed with the
+    reason it is not shown, never opened."""
+    folder = open_dir(run_dir, f"{art}/{sub}") if art is not None else RunFile(missing=True)
+    if isinstance(folder, RunFile):
+        return [] if folder.missing else [{"title": sub, "text": f"[{folder.note}]"}]
+    try:
+        return [{"title": name, "text": _text(read_in(folder, name, MAX_FILE_BYTES,
+                                                      f"{art}/{sub}/{name}"))}
+                for name in list_dir(folder) if fnmatch.fnmatchcase(name, pattern)]
+    finally:
+        os.close(folder)
 
 
 def _tool_title(n: int, item: Any) -> str:
@@ -337,13 +352,16 @@ def _message_text(item: Any, line: str) -> str:
     return json.dumps(item, indent=2, ensure_ascii=False) if item is not None else line
 
 
-def _jsonl_items(art: Path | None, rel: str, title: Any,
+def _jsonl_items(run_dir: Path, art: str | None, rel: str, title: Any,
                  body: Any = None) -> list[dict[str, str]]:
-    path = art / rel if art is not None else None
-    if path is None or not path.is_file():
+    found = read_run_file(run_dir, f"{art}/{rel}", MAX_FILE_BYTES) if art else RunFile(
+        missing=True)
+    if found.missing:
         return []
+    if found.data is None:
+        return [{"title": rel, "text": f"[{found.note}]"}]
     items: list[dict[str, str]] = []
-    for n, line in enumerate(_read_text(path).splitlines(), 1):
+    for n, line in enumerate(_text(found).splitlines(), 1):
         if not line.strip():
             continue
         if len(items) >= MAX_JSONL_ITEMS:

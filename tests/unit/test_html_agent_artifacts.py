@@ -100,7 +100,8 @@ def test_a_file_linking_outside_the_run_is_not_read(tmp_path: Path) -> None:
     os.symlink(secret, run / "tasks" / "t1" / "agent" / "delegation.json")
     _, attempts = _page(run)
     assert attempts["t1"]["delegation"] == {
-        "error": "agent/delegation.json: outside the run directory; ignored"}
+        "error": "agent/delegation.json: not shown (tasks/t1/agent/delegation.json: a "
+                 "symbolic link)"}
 
 
 def test_cycles_and_unknown_parents_become_roots() -> None:
