@@ -123,10 +123,10 @@ def add_options(parser: pytest.Parser) -> None:
         "--agentbench-regrade",
         type=int,
         metavar="N",
-        help="is the verifier stable? re-run the passing command N times on each graded "
-        "attempt's final state (default 0), each in a fresh sandbox with PYTHONHASHSEED set to "
-        "the regrade's number 1..N (grading keeps 0), so a test that depends on set or dict "
-        "order shows; any pass/fail disagreement ends the attempt VERIFIER_FLAKY, counted as "
+        help="is the verifier stable? re-run the passing command N times (0 to 100, default "
+        "0) on each graded attempt's final state, each in a fresh sandbox with PYTHONHASHSEED "
+        "set to the regrade's number 1..N (grading keeps 0), so a test that depends on set or "
+        "dict order shows; any pass/fail disagreement ends the attempt VERIFIER_FLAKY, counted as "
         "flaky with the task's problems, not against the agent; the record keeps every run",
     )
     add("--agentbench-model", metavar="NAME", help="LLM model name (llm agents)")

@@ -119,7 +119,8 @@ def _add_plan(subparsers: Any) -> None:
     plan.add_argument("pilots", nargs="+", metavar="PILOT",
                       help=f"one or two pilot runs (A [B]): {RUN_HELP}")
     plan.add_argument("--effect", type=float, default=0.05,
-                      help="difference in pass rate to detect (default 0.05 = 5 points)")
+                      help="difference in pass rate to detect, 0.001 to 1 (default 0.05 = 5 "
+                           "points)")
     plan.add_argument("--alpha", type=float, default=0.05, help="two-sided level (default 0.05)")
     plan.add_argument("--power", type=float, default=0.8, help="power (default 0.8)")
     plan.add_argument("--attempts", type=int, default=1, metavar="K",

@@ -72,6 +72,9 @@ def compare_runs(
         raise ReportError(f"compare needs at least two runs, got {len(runs)}")
     if not 0 <= baseline < len(runs):
         raise ReportError(f"baseline index {baseline} is not one of the {len(runs)} runs")
+    for run in runs:  # nothing to put in its row, nothing to pair with it
+        if run.attempts.empty:
+            raise ReportError(f"run {run.path} has no attempts: nothing to compare")
     names = labels(runs)
     table = _scope_table(runs, names, baseline, infra_as_failure)
     paired: list[dict[str, Any] | None] = []

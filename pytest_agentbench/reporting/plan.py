@@ -32,13 +32,14 @@ import pytest_agentbench.reporting.power as power
 from pytest_agentbench.reporting.load import ReportError, Run
 
 SCHEMA_VERSION = 1
+MIN_EFFECT = 0.001  # a tenth of a point: already millions of tasks; below it n / delta^2 overflows
 
 
 def _check(effect: float, alpha: float, power_: float, attempts: int,
            icc: float | None) -> None:
-    if not 0 < effect <= 1:
-        raise ReportError(f"--effect must be a difference in pass rate in (0, 1], e.g. 0.05 for "
-                          f"5 points; got {effect}")
+    if not MIN_EFFECT <= effect <= 1:  # nan and the infinities fail this too
+        raise ReportError(f"--effect must be a difference in pass rate in [{MIN_EFFECT:g}, 1], "
+                          f"e.g. 0.05 for 5 points; got {effect:g}")
     if not 0 < alpha < 1:
         raise ReportError(f"--alpha must be in (0, 1), got {alpha}")
     if not 0 < power_ < 1:
@@ -123,6 +124,10 @@ def plan(pilot_a: Run, pilot_b: Run | None = None, effect: float = 0.05, alpha: 
         size = power.tasks_needed(effect, inputs["psi"], alpha, power_, attempts, inputs["icc"])
     except ValueError as exc:
         raise ReportError(str(exc)) from exc
+    except ArithmeticError as exc:  # the inputs together are past what a float can hold
+        raise ReportError(f"no sample size for these inputs ({exc}): delta = {effect:g}, "
+                          f"psi = {inputs['psi']:g}, alpha = {alpha:g}, power = {power_:g}") \
+            from exc
     runs = [pilot_a] + ([pilot_b] if pilot_b is not None else [])
     data: dict[str, Any] = {
         "schema": "agentbench.plan", "schema_version": SCHEMA_VERSION,

@@ -25,6 +25,7 @@ def plan_engines(texts: tuple[str, ...], image: RunnerImage, probe_root: Path,
                  log: Callable[[str], None] | None = None) -> tuple[list[EnginePlan], Facts]:
     """The plans, and one fact dict per engine for run.json (version, image, transfer, how
     long the checks took). ImageUnavailable (one line) when an engine cannot be used."""
+    from pytest_agentbench.sandbox.engine_spec import redact_url
     from pytest_agentbench.sandbox.engines import (
         EngineUnreachable,
         connect,
@@ -44,10 +45,9 @@ def plan_engines(texts: tuple[str, ...], image: RunnerImage, probe_root: Path,
         started = time.monotonic()
         try:
             client = connect(spec)
-        except EngineUnreachable as exc:
-            raise ImageUnavailable(f"--agentbench-engine {spec.endpoint}: {exc}") from None
-        except ValueError as exc:
-            raise ImageUnavailable(f"--agentbench-engine {spec.endpoint}: {exc}") from None
+        except (EngineUnreachable, ValueError) as exc:  # the spec as given, its password left out
+            shown = redact_url(spec.endpoint)
+            raise ImageUnavailable(f"--agentbench-engine {shown}: {exc}") from None
         info = engine_info(client)
         if source is None:
             source = _source_client()

@@ -29,6 +29,7 @@ LLM_OPTIONS = ("model", "base_url", "temperature", "top_p", "max_tokens", "prese
 QUARANTINE_MODES = ("run", "skip", "only")
 RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 RESERVED_RUN_NAMES = ("latest",)  # the output root's link to the newest run
+MAX_REGRADES = 100  # --agentbench-regrade: each regrade is a sandbox per graded attempt
 ENGINES_VAR = "AGENTBENCH_ENGINES"  # engines separated by ';' when no option or ini key names any
 
 
@@ -151,7 +152,7 @@ def build_settings(
         run_name=run_name,
         engines=_engines(option("engine"), ini("engines")),
         retry_infra=_retry_infra(option("retry_infra"), ini("retry_infra")),
-        regrade=_count(option("regrade"), ini("regrade"), "regrade", "regrades"),
+        regrade=_count(option("regrade"), ini("regrade"), "regrade", "regrades", MAX_REGRADES),
     )
 
 
@@ -180,20 +181,21 @@ def _retry_infra(given: Any, from_ini: Any) -> int:
     return _count(given, from_ini, "retry_infra", "retries")
 
 
-def _count(given: Any, from_ini: Any, name: str, what: str) -> int:
-    """A whole number, 0 or more (default 0), from the option or its ini key; a bad value is
-    one line naming where it came from."""
+def _count(given: Any, from_ini: Any, name: str, what: str, most: int | None = None) -> int:
+    """A whole number, 0 or more (default 0) and at most `most` when given, from the option or
+    its ini key; a bad value is one line naming where it came from."""
     raw = given if given is not None else from_ini
     if raw is None or raw == "":
         return 0
-    try:
-        count = int(str(raw).strip())
-    except (TypeError, ValueError):
-        count = -1
-    if count < 0:
+    text = str(raw).strip()
+    # a few digits only: int() of a 400-digit text is a number no loop over it ever finishes
+    count = int(text) if text.isascii() and text.isdigit() and len(text) <= 9 else -1
+    if count < 0 or (most is not None and count > most):
         where = (f"--agentbench-{name.replace('_', '-')}" if given is not None
                  else f"agentbench_{name} (ini)")
-        raise ValueError(f"{where}: expected a whole number of {what} (0 or more), got {raw!r}")
+        bound = "0 or more" if most is None else f"0 to {most}"
+        shown = raw if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
+        raise ValueError(f"{where}: expected a whole number of {what} ({bound}), got {shown!r}")
     return count
 
 

@@ -13,6 +13,10 @@ from dataclasses import dataclass
 TRANSFERS = ("auto", "bind", "archive")
 CONTEXT_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.+-]*$")  # the docker CLI's rule
 SCHEMES = ("unix", "tcp", "ssh")
+# `scheme://user:password@`: the password up to the last `@` before the host (a password may
+# hold `@` and `:`; stops at whitespace, quotes, `/` and `,`, which end a URL's authority here)
+_PASSWORD = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@,'\"]*):"
+                       r"[^\s/,'\"]*@(?=[^\s@/,'\"]*(?:[\s/,'\"]|$))")
 
 
 @dataclass(frozen=True)
@@ -31,11 +35,18 @@ class EngineSpec:
     transfer: str = "auto"
 
 
+def redact_url(text: str) -> str:
+    """`text` with the password of every URL in it replaced by `***` (`tcp://me:***@host`):
+    for every line that names an engine as given (the spec, the endpoint it resolves to, an
+    error quoting either)."""
+    return _PASSWORD.sub(r"\g<head>:***@", text)
+
+
 def parse_engine(text: str) -> EngineSpec:
     """`ENDPOINT[,slots=N][,tls=off][,transfer=bind|archive|auto]` -> EngineSpec; ValueError
-    (one line naming the value) on anything else."""
+    (one line naming the value, its password left out) on anything else."""
     endpoint, *options = [part.strip() for part in text.strip().split(",")]
-    where = f"engine {text.strip()!r}"
+    where = f"engine {redact_url(text.strip())!r}"
     if not endpoint:
         raise ValueError(f"{where}: no endpoint (expected default, a Docker context name, or a "
                          "unix://, tcp:// or ssh:// URL)")

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_agentbench.sandbox.engine_spec import EngineSpec
+from pytest_agentbench.sandbox.engine_spec import EngineSpec, redact_url
 
 LOCAL_SOCKET = "unix:///var/run/docker.sock"
 SCHEMES = ("unix://", "tcp://", "ssh://")
@@ -126,6 +126,13 @@ def resolve(spec: EngineSpec, environ: Mapping[str, str] | None = None) -> Endpo
 
 
 def _checked(spec: EngineSpec, endpoint: Endpoint) -> Endpoint:
+    try:
+        return _usable(spec, endpoint)
+    except ValueError as exc:  # the URL may come with a password (DOCKER_HOST, a context)
+        raise ValueError(redact_url(str(exc))) from None
+
+
+def _usable(spec: EngineSpec, endpoint: Endpoint) -> Endpoint:
     if not endpoint.url.startswith(SCHEMES):
         raise ValueError(f"engine {spec.name}: {endpoint.url} ({endpoint.via}) is not a unix://, "
                          "tcp:// or ssh:// URL")

@@ -20,6 +20,7 @@ import shutil
 import tarfile
 import tempfile
 import threading
+import urllib.parse
 import weakref
 from collections.abc import Mapping
 from io import BytesIO
@@ -32,7 +33,12 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.transport import UnixHTTPAdapter
 from docker.types import Mount
 
-from pytest_agentbench.sandbox.engine_spec import EngineSpec, check_unique, parse_engine
+from pytest_agentbench.sandbox.engine_spec import (
+    EngineSpec,
+    check_unique,
+    parse_engine,
+    redact_url,
+)
 from pytest_agentbench.sandbox.engine_store import Endpoint, resolve
 from pytest_agentbench.sandbox.port import SandboxError
 from pytest_agentbench.sandbox.ssh_bridge import SshBridge
@@ -45,9 +51,21 @@ PROBE_LABELS = {"agentbench": "1", "agentbench.probe": "1"}  # swept by `agentbe
 class EngineUnreachable(SandboxError):
     """An engine does not answer (or cannot be addressed); `str()` is one line for the user."""
 
-    def __init__(self, name: str, why: str) -> None:
+    def __init__(self, name: str, why: str, url: str = "") -> None:
+        why = _without_password(why, url)
         self.name, self.why = name, why
         super().__init__(f"engine {name}: unreachable ({why})")
+
+
+def _without_password(text: str, url: str) -> str:
+    """`text` with every URL's password redacted, and `url`'s own wherever it appears (an
+    error that quotes it outside a URL)."""
+    text = redact_url(text)
+    try:
+        password = urllib.parse.urlsplit(url).password if url else None
+    except ValueError:
+        password = None
+    return text.replace(password, "***") if password and len(password) >= 3 else text
 
 
 # -- reaching an engine -------------------------------------------------------------------------
@@ -84,11 +102,13 @@ def connect(spec: EngineSpec, timeout: float = 30.0,
     with lock:
         if not result.get("done"):
             result["abandoned"] = True
-            raise EngineUnreachable(spec.name, f"no answer from {endpoint.url} in {timeout:g}s")
+            raise EngineUnreachable(spec.name, f"no answer from {endpoint.url} in {timeout:g}s",
+                                    endpoint.url)
     if isinstance(result.get("error"), EngineUnreachable):
         raise result["error"]
     if "error" in result:
-        raise EngineUnreachable(spec.name, f"{endpoint.url}: {_one_line(result['error'])}")
+        raise EngineUnreachable(spec.name, f"{endpoint.url}: {_one_line(result['error'])}",
+                                endpoint.url)
     client: docker.DockerClient = result["client"]
     return client
 
@@ -151,7 +171,7 @@ def _ssh_client(name: str, url: str, timeout: float) -> docker.DockerClient:
     try:
         answered, why = bridge.ping(timeout)
         if not answered:
-            raise EngineUnreachable(name, f"ssh {url}: {why}")
+            raise EngineUnreachable(name, f"ssh {url}: {why}", url)
         client = BridgedClient(base_url=bridge.url, timeout=int(max(1, timeout)))
         adapter = OnePoolAdapter(f"http+unix://{bridge.path}", int(max(1, timeout)))
         client.api.mount("http+docker://", adapter)

@@ -169,7 +169,7 @@ def test_a_bad_regrade_count_is_one_line_naming_where(
     with pytest.raises(ValueError) as info:
         settings(tmp_path, **kwargs)
     message = str(info.value)
-    assert message.startswith(f"{where}: expected a whole number of regrades (0 or more)")
+    assert message.startswith(f"{where}: expected a whole number of regrades (0 to 100)")
     assert "\n" not in message
 
 
