@@ -206,14 +206,15 @@ def _check_sandbox(report: Report, factory: Any, image: str) -> None:
 
 
 def _check_leftovers(report: Report, factory: Any) -> None:
-    """Containers whose creator is gone are leftovers; those of live processes are in use."""
-    from pytest_agentbench.cli.doctor_engines import owner_alive
+    """Containers of dead runs are leftovers; those of live runs (their creator alive, or
+    another process of their run: docker_containers.in_use) are in use, whoever runs them."""
+    from pytest_agentbench.sandbox.docker_containers import in_use as of_live_run
+    from pytest_agentbench.sandbox.docker_containers import live_runs
 
-    leftover = in_use = 0
-    for info in factory.containers({}):
-        alive = owner_alive(info.get("Labels") or {}, info.get("State"))
-        in_use += alive
-        leftover += not alive
+    found = factory.containers({})
+    live = live_runs(found)
+    in_use = sum(of_live_run(info, live) for info in found)
+    leftover = len(found) - in_use
     report(leftover == 0, "leftover containers",
            f"{leftover} leftover, {in_use} in use by live runs"
            + (" (remove them with `agentbench gc`)" if leftover else ""))

@@ -10,7 +10,6 @@ not be root, must hold no capability, and must reach no network.
 
 from __future__ import annotations
 
-import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -112,43 +111,58 @@ def isolation_problem(client: Any, image: str) -> str | None:
         container.remove(force=True, v=True)
 
 
-def gc_engine(spec: EngineSpec, older_than_sec: float | None) -> str:
+def gc_engine(spec: EngineSpec, older_than_sec: float | None, force: bool = False,
+              labels: dict[str, str] | None = None) -> str:
     """Remove leftover agentbench containers, then the agentbench volumes that no container uses
-    and no live process of this machine owns (caches, `agentbench.cache`, are kept), on one
-    engine; the summary line (EngineUnreachable/ValueError when it cannot be reached)."""
+    (caches, `agentbench.cache`, are kept), on one engine; neither a container nor a volume of a
+    live run (its creator alive, or another process of its run: docker_containers.in_use)
+    unless `force`. `labels` narrows it to what carries them. The summary line
+    (EngineUnreachable/ValueError when it cannot be reached)."""
     from pytest_agentbench.sandbox.docker import DockerSandboxFactory
 
     client = connect(spec, timeout=30)
     try:
-        before = _volume_names(client)
-        removed = DockerSandboxFactory(client).gc(older_than_sec=older_than_sec)  # may take some
-        _, kept = _gc_volumes(client, older_than_sec)
-        gone = len(before - _volume_names(client))
+        before = _volume_names(client, labels)
+        removed, live = DockerSandboxFactory(client).gc(older_than_sec, force, labels)
+        _, kept = _gc_volumes(client, older_than_sec, force, labels)
+        gone = len(before - _volume_names(client, labels))
     finally:
         client.close()
+    kept = {"live run's container": live, **kept}
     why = ", ".join(f"{n} {what}" for what, n in kept.items() if n)
     return (f"engine {spec.name}: removed {removed} container(s), {gone} volume(s)"
             + (f" (kept: {why})" if why else ""))
 
 
-def _volume_names(client: Any) -> set[str]:
-    volumes = client.api.volumes(filters={"label": "agentbench=1"}).get("Volumes") or []
+def _label_filter(labels: dict[str, str] | None) -> list[str]:
+    return [f"{k}={v}" for k, v in sorted({**(labels or {}), "agentbench": "1"}.items())]
+
+
+def _volume_names(client: Any, labels: dict[str, str] | None = None) -> set[str]:
+    volumes = client.api.volumes(filters={"label": _label_filter(labels)}).get("Volumes") or []
     return {str(volume["Name"]) for volume in volumes}
 
 
-def _gc_volumes(client: Any, older_than_sec: float | None) -> tuple[int, dict[str, int]]:
+def _gc_volumes(client: Any, older_than_sec: float | None, force: bool = False,
+                labels: dict[str, str] | None = None) -> tuple[int, dict[str, int]]:
     from docker.errors import APIError, NotFound
 
+    from pytest_agentbench.sandbox.docker_containers import in_use, live_runs
+
     cutoff = None if older_than_sec is None else time.time() - older_than_sec
-    volumes = client.api.volumes(filters={"label": "agentbench=1"}).get("Volumes") or []
+    volumes = client.api.volumes(filters={"label": _label_filter(labels)}).get("Volumes") or []
+    # a run is live while any process of it lives: its containers' owners count too
+    live = set() if force else live_runs(
+        [*(client.api.volumes(filters={"label": "agentbench=1"}).get("Volumes") or []),
+         *client.api.containers(all=True, filters={"label": "agentbench=1"})])
     gone, kept = 0, {"cache": 0, "in use": 0, "too new": 0}
     for volume in volumes:
-        name, labels = volume["Name"], volume.get("Labels") or {}
-        if "agentbench.cache" in labels:
+        name, labels_of = volume["Name"], volume.get("Labels") or {}
+        if "agentbench.cache" in labels_of:
             kept["cache"] += 1
         elif cutoff is not None and _created(volume) > cutoff:
             kept["too new"] += 1
-        elif owner_alive(labels, None) or client.api.containers(
+        elif (not force and in_use({"Labels": labels_of}, live)) or client.api.containers(
                 all=True, filters={"volume": name}):
             kept["in use"] += 1
         else:
@@ -171,18 +185,6 @@ def _created(volume: dict[str, Any]) -> float:
         return datetime.fromisoformat(str(volume.get("CreatedAt"))).timestamp()
     except ValueError:
         return 0.0
-
-
-def owner_alive(labels: dict[str, str], state: str | None) -> bool:
-    """Whether what carries these labels belongs to a live run: a process of this machine still
-    running, or (another machine's, or no owner) a container still running (`state`)."""
-    from pytest_agentbench.sandbox.disk import pid_alive
-    from pytest_agentbench.sandbox.docker_policy import OWNER_LABEL
-
-    host, _, pid = labels.get(OWNER_LABEL, "").rpartition(":")
-    if host == socket.gethostname() and pid.isdigit():
-        return pid_alive(int(pid))
-    return bool(host) and state == "running"
 
 
 def default_probe_root() -> Path:

@@ -33,10 +33,16 @@ def _gc(args: argparse.Namespace) -> int:
     from pytest_agentbench.cli.doctor_engines import gc_engine
     from pytest_agentbench.sandbox.engines import EngineUnreachable
 
+    labels: dict[str, str] = {}
+    for value in args.label or []:
+        key, sep, val = value.partition("=")
+        if not sep or not key:
+            args.parser.error(f"--label {value!r}: expected KEY=VALUE")
+        labels[key] = val
     failed = 0
     for spec in _engines(args.parser, args.engine):
         try:
-            print(f"agentbench gc: {gc_engine(spec, args.older_than)}")
+            print(f"agentbench gc: {gc_engine(spec, args.older_than, args.force, labels)}")
         except (EngineUnreachable, ValueError) as exc:
             print(f"agentbench gc: {exc}", file=sys.stderr)
             failed += 1
@@ -105,8 +111,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="do not build a missing image (nor copy it to another engine)")
     doctor.add_argument("--engine", action="append", metavar="SPEC", help=ENGINE_HELP)
     doctor.set_defaults(func=_doctor, parser=doctor)
-    gc = sub.add_parser("gc", help="remove leftover agentbench containers and volumes")
+    gc = sub.add_parser("gc", help="remove leftover agentbench containers and volumes "
+                        "(never a live run's, unless --force)")
     gc.add_argument("--older-than", type=float, default=None, metavar="SEC")
+    gc.add_argument("--force", action="store_true",
+                    help="also remove the containers and volumes of runs still alive")
+    gc.add_argument("--label", action="append", metavar="KEY=VALUE",
+                    help="only what carries this label (repeatable), e.g. "
+                         "agentbench.run_id=RUN")
     gc.add_argument("--engine", action="append", metavar="SPEC", help=ENGINE_HELP)
     gc.set_defaults(func=_gc, parser=gc)
     image = sub.add_parser("image", help="runner image").add_subparsers(

@@ -29,7 +29,9 @@ from pytest_agentbench.sandbox.docker_containers import (
     docker_host,
     engine_answers,
     failure,
+    in_use,
     install_exit_hooks,
+    live_runs,
     register,
     remove_container,
     remove_volume,
@@ -280,15 +282,25 @@ class DockerSandboxFactory:
                 removed += remove_volume(self.client, volume["Name"])
         return removed
 
-    def gc(self, older_than_sec: float | None = None) -> int:
-        """Remove agentbench containers (label agentbench=1), optionally only the older ones."""
-        found = self.containers({})
+    def gc(self, older_than_sec: float | None = None, force: bool = False,
+           labels: Mapping[str, str] | None = None) -> tuple[int, int]:
+        """Remove the leftover agentbench containers (label agentbench=1, and `labels`),
+        optionally only the older ones: never one of a live run (docker_containers.in_use)
+        unless `force`. Returns (removed, kept because in use)."""
+        every = self.containers({})  # whether a run is live: from all its containers
+        wanted = (labels or {}).items()
+        found = [c for c in every if wanted <= (c.get("Labels") or {}).items()]
         if older_than_sec is not None:
             cutoff = time.time() - older_than_sec
             found = [c for c in found if c.get("Created", 0) <= cutoff]
+        kept = 0
+        if not force:
+            live = live_runs(every)
+            found, kept = ([c for c in found if not in_use(c, live)],
+                           sum(in_use(c, live) for c in found))
         removed = self._remove(found)
         self.release_stale_mounts()
-        return removed  # volumes: cli/doctor_engines.gc_engine, which spares live owners
+        return removed, kept  # volumes: cli/doctor_engines.gc_engine, which spares live runs'
 
     @staticmethod
     def release_stale_mounts() -> int:

@@ -11,7 +11,9 @@ import atexit
 import contextlib
 import os
 import signal
+import socket
 import threading
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import docker
@@ -122,6 +124,35 @@ def remove_live_volumes() -> int:
         with contextlib.suppress(SandboxError):
             remove_volume(client, name)
     return len(live)
+
+
+OWNER_LABEL = "agentbench.owner"  # docker_policy.OWNER_LABEL: <host>:<pid> of the creator
+RUN_LABEL = "agentbench.run_id"  # core/trial_config.sandbox_spec's
+
+
+def owner_alive(labels: Mapping[str, str], state: str | None) -> bool:
+    """Whether what carries these labels was made by a process still alive: one of this machine
+    (by pid), or (another machine's) a container still running (`state`)."""
+    host, _, pid = labels.get(OWNER_LABEL, "").rpartition(":")
+    if host == socket.gethostname() and pid.isdigit():
+        return disk.pid_alive(int(pid))
+    return bool(host) and state == "running"
+
+
+def live_runs(items: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The run ids among these containers' (or volumes') that a live process owns: a run whose
+    worker died is still live while another of its processes runs (its controller sweeps it)."""
+    return {str((item.get("Labels") or {}).get(RUN_LABEL))
+            for item in items
+            if (item.get("Labels") or {}).get(RUN_LABEL)
+            and owner_alive(item.get("Labels") or {}, item.get("State"))}
+
+
+def in_use(item: Mapping[str, Any], live: set[str]) -> bool:
+    """Whether a container (or volume) summary belongs to a live run: its own creator is alive,
+    or its run is among `live` (live_runs). Only what is not in use is a leftover."""
+    labels = item.get("Labels") or {}
+    return owner_alive(labels, item.get("State")) or labels.get(RUN_LABEL, "") in live
 
 
 def engine_answers(api: Any) -> bool:

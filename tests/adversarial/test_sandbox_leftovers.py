@@ -9,7 +9,9 @@ the wrapper, and from the host when the wrapper is gone), so exec is serialized 
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
+import socket
 import time
 import uuid
 from pathlib import Path
@@ -87,7 +89,9 @@ def test_the_run_end_removes_a_checkout_a_leftover_container_still_writes_to(
     container = client.containers.run(
         DEFAULT_IMAGE, ["bash", "-c", writer], detach=True, working_dir="/w",
         volumes={str(checkout): {"bind": "/w", "mode": "rw"}},
-        labels={"agentbench": "1", "agentbench.run_id": run_id},
+        # a live run's, as its sandboxes are: a doctor or gc beside this test must spare it
+        labels={"agentbench": "1", "agentbench.run_id": run_id,
+                "agentbench.owner": f"{socket.gethostname()}:{os.getpid()}"},
     )
     try:
         deadline = time.monotonic() + 30
