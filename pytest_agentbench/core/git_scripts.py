@@ -6,8 +6,7 @@ the harness git dir $GD: UNCHANGED notes the start and stops early when nothing 
 $REF, REBUILD_SCRIPT makes the git dir afresh from the base tree, UPDATE brings its index up to
 date with the workspace, SNAPSHOT_DIFF writes the tree and diffs it from $OLD, and FP and CHECK
 notice when anything else touched the git dir. FOLD_TAIL runs a snapshot at the start of a
-command's exec, then the command. DIFF_SCRIPT diffs two trees in a throwaway git dir;
-APPLY_SCRIPT applies a recorded patch with every attribute conversion off. Why each step is
+command's exec, then the command. APPLY_SCRIPT applies a recorded patch with every attribute conversion off. Why each step is
 there is in core/gitops.py.
 """
 
@@ -56,23 +55,43 @@ g() { git PINS "$@"; }
 """.replace("PINS", " ".join("-c " + shlex.quote(f"{k}={v}") for k, v in _PINS.items()))
 # What the harness git dir is now: names, types, sizes, modes, inodes and mtimes of everything in
 # it, and the contents of the files git reads. Anything the agent does to it changes this.
-FP = r"""fp() { [ -d "$GD" ] && [ ! -L "$GD" ] && find "$GD" -printf '%P %y %s %m %i %T@\n' &&
-  sha256sum "$GD/HEAD" "$GD/config" "$GD/index" "$GD/ref" "$GD/tracked-ignored" "$GD/binary" \
-    "$GD/info/exclude" "$GD/info/attributes"; }
+FP = r"""export GIT_OBJECT_DIRECTORY="$GD/objects"
+fp() { local h
+  [ -d "$GD" ] && [ ! -L "$GD" ] || return 1
+  h=$({ find "$GD" -printf '%P %y %s %m %i %T@ %C@\n' &&
+    sha256sum "$GD/HEAD" "$GD/config" "$GD/index" "$GD/ref" "$GD/tracked-ignored" "$GD/binary" \
+      "$GD/info/exclude" "$GD/info/attributes"; } | sha256sum) || return 1
+  printf '%s\n' "${h%% *}"; }
 """
 CHECK = '[ -n "$EXPECT" ] && [ "$(fp)" = "$EXPECT" ] || exit 86\n'
 # A fresh git dir whose index holds the base tree (the first time, HEAD's) without stat data, so
 # the update below hashes every file. (Seeding it from the checkout's .git/index would not save
 # much: right after a checkout nearly every entry is racy or recently changed, so hashed anyway.)
-REBUILD_SCRIPT = r"""rm -rf "$GD" && mkdir -m 700 "$GD" && mkdir "$GD/refs" "$GD/info" &&
+REBUILD_SCRIPT = r"""rm -rf "$GD.prev" || exit 1
+if [ -d "$GD" ] && [ ! -L "$GD" ] && [ -d "$GD/objects" ]; then
+  mv "$GD/objects" "$GD.prev" || exit 1
+fi
+rm -rf "$GD" && mkdir -m 700 "$GD" && mkdir "$GD/refs" "$GD/info" "$GD/objects" &&
 printf 'ref: refs/heads/agentbench\n' > "$GD/HEAD" && printf '%s' "$BARE" > "$GD/config" &&
 printf '%s' "$ATTRS" | base64 -d > "$GD/info/attributes" && printf '* -diff\n' > "$GD/binary" &&
 for v in $(compgen -e | grep '^AGENTBENCH_EXCL_' | LC_ALL=C sort); do printf '%s' "${!v}"; done |
   base64 -d > "$GD/info/exclude" || exit 1
 tree=$BASE
-if [ -z "$tree" ]; then tree=$(GIT_DIR="$PWD/.git" g rev-parse -q --verify 'HEAD^{tree}'); fi
+if [ -z "$tree" ]; then
+  tree=$(GIT_DIR="$PWD/.git" GIT_OBJECT_DIRECTORY="$PWD/.git/objects" \
+         g rev-parse -q --verify 'HEAD^{tree}')
+fi
 export GIT_DIR="$GD" GIT_WORK_TREE="$PWD" GIT_INDEX_FILE="$GD/index"
-if [ -n "$tree" ]; then g read-tree "$tree" || exit 1; else g read-tree --empty || exit 1; fi
+if [ -n "$tree" ]; then
+  alt="$PWD/.git/objects"; [ -d "$GD.prev" ] && alt="$GD.prev:$alt"
+  { GIT_ALTERNATE_OBJECT_DIRECTORIES="$alt" g rev-list --objects --missing=allow-any "$tree" &&
+    if [ -n "$OLD" ] && [ "$OLD" != "$tree" ]; then
+      GIT_ALTERNATE_OBJECT_DIRECTORIES="$alt" g rev-list --objects --missing=allow-any "$OLD" ||
+        :
+    fi; } | GIT_ALTERNATE_OBJECT_DIRECTORIES="$alt" g pack-objects --stdout -q --missing=allow-any |
+    g index-pack --stdin > /dev/null || exit 1
+  rm -rf "$GD.prev" && g read-tree "$tree" || exit 1
+else g read-tree --empty || exit 1; fi
 if [ -n "$BASE" ]; then
   g ls-files -z -c -i --exclude-from="$GD/info/exclude" -- . JUNK > "$GD/tracked-ignored" || exit 1
 fi
@@ -141,13 +160,6 @@ fi
 base64 -w0 < "$T" && echo && rm -f "$T" &&
 g -c core.bare=true DIFF --numstat -z --text "$OLD" "$NEW" | base64 -w0 && echo || exit 1
 """.replace("DIFF", _DIFF)
-# ... in a throwaway git dir, for any two trees
-DIFF_SCRIPT = r"""D=$(mktemp -d /tmp/.agentbench-diff.XXXXXXXX) || exit 1
-trap 'rm -rf "$D"' EXIT
-mkdir "$D/refs" && printf 'ref: refs/heads/agentbench\n' > "$D/HEAD" &&
-printf '%s' "$BARE" > "$D/config" && printf '* -diff\n' > "$D/binary" || exit 1
-export GIT_DIR="$D" T="$D/patch" BIN="$D/binary"
-""" + _DIFF_BODY + "echo END\n"
 # Every snapshot notes when it started ($st, printed on its END line: the host derives $REF from
 # it). If the host says the workspace was $OLD at $REF (the last snapshot's start, less the racy
 # margin) and nothing in it but .git has a ctime after $REF (any write, chmod, link, rename or
@@ -166,7 +178,7 @@ if [ -n "$REF" ]; then
 fi
 """.replace("MAXF", "0.3")
 # ... and right after a snapshot, from $OLD to the new tree, in the harness git dir.
-SNAPSHOT_DIFF = r"""tree=$(g write-tree) || exit 1
+SNAPSHOT_DIFF = r"""tree=$(g write-tree --missing-ok) || exit 1
 echo "$tree"
 if [ -n "$OLD" ] && [ "$OLD" != "$tree" ]; then
   ( export NEW=$tree T="$GD/patch" BIN="$GD/binary"; unset GIT_WORK_TREE GIT_INDEX_FILE

@@ -4,10 +4,19 @@ Never on the host: the agent can write `.git/config` (fsmonitor, filters, pagers
 the host would execute whatever it put there. Inside the sandbox the snapshot still must not
 depend on anything the agent controls, because the recorded diff is what scoring applies:
 
-- A harness-owned git dir in the sandbox's /tmp (`Snapshotter`) with its own index and config,
-  and the workspace's object store. The agent's `.git/config`, `.git/index` (assume-unchanged and
-  skip-worktree bits, split index, untracked cache), `info/exclude`, hooks and HOME config are
-  never read, and every setting that changes what git sees is pinned with `-c` besides.
+- A harness-owned git dir in the sandbox's /tmp (`Snapshotter`) with its own index, config and
+  object store. The agent's `.git/config`, `.git/index` (assume-unchanged and skip-worktree
+  bits, split index, untracked cache), `info/exclude`, hooks and HOME config are never read, and
+  every setting that changes what git sees is pinned with `-c` besides.
+- The object store is the harness's own because git neither rewrites an object that exists nor
+  checks a loose object it reads: in the workspace's `.git/objects` an agent (or the code under
+  test) could plant content C' under the id of C, write C, and be scored on C'. Every object in
+  the harness store was written by git from a file it hashed, or imported by `index-pack`, which
+  names each object by its content (the base tree's objects, from the workspace's store and the
+  earlier harness store: a planted object arrives under its own id, and what needs the real one
+  finds it missing and fails). Nothing else writes it: no command of the agent runs during a
+  snapshot (the sandbox reaps them after each command), and anything it did to the git dir in
+  between changes the fingerprint (ctimes included: no tool sets one back), which rebuilds.
 - The stat cache is safe because only git writes that index, so its racy-entry check works as
   designed, and because git's whole-second comparison is not trusted alone: a file whose ctime
   (nanoseconds, and no tool can set it back) is newer than the previous snapshot's start, less
@@ -240,23 +249,6 @@ class Snapshotter:
         return tree, (_b64(lines[1]), _b64(lines[2]))
 
 
-def snapshot_tree(sandbox: Sandbox, timeout_sec: float = 60) -> str:
-    """The tree id of the workspace as it is now (every file is hashed; `Snapshotter` keeps a
-    stat cache between calls)."""
-    snapshotter = Snapshotter(sandbox, timeout_sec)
-    try:
-        return snapshotter.snapshot()
-    finally:
-        snapshotter.close()
-
-
-def diff_trees(sandbox: Sandbox, old: str, new: str, timeout_sec: float = 60) -> DiffStat:
-    """The patch from tree `old` to tree `new`, byte for byte, with the exact changed paths."""
-    if old == new:
-        return DiffStat("", [], 0)
-    return _diffstat(sandbox, old, new, _diff(sandbox, old, new, timeout_sec), timeout_sec)
-
-
 def _diffstat(
     sandbox: Sandbox, old: str, new: str, raw: tuple[bytes, bytes], timeout_sec: float
 ) -> DiffStat:
@@ -271,21 +263,6 @@ def _diffstat(
         ) from exc
     files, lines = parse_numstat_z(numstat)
     return DiffStat(patch, files, lines)
-
-
-def _diff(sandbox: Sandbox, old: str, new: str, timeout_sec: float) -> tuple[bytes, bytes]:
-    _check_tree(old)
-    _check_tree(new)
-    head = f"OLD={old} NEW={new}\n"
-    result = sandbox.exec(
-        head + sh.PRELUDE + sh.DIFF_SCRIPT, timeout_sec=timeout_sec, full_output=True
-    )
-    text = result.full_stdout if result.full_stdout is not None else result.stdout
-    lines = text.split("\n")
-    if not result.ok or len(lines) != 4 or lines[2] != "END" or lines[3]:
-        detail = result.stderr.strip()[-300:] or "the diff is too large to record"
-        raise SnapshotError(f"git diff failed: {detail}")
-    return _b64(lines[0]), _b64(lines[1])
 
 
 CLOCK_STEP_SEC = 0.5  # a wall-clock step larger than this since $REF voids the shortcut
