@@ -6,8 +6,8 @@ the harness git dir $GD: UNCHANGED notes the start and stops early when nothing 
 $REF, REBUILD_SCRIPT makes the git dir afresh from the base tree, UPDATE brings its index up to
 date with the workspace, SNAPSHOT_DIFF writes the tree and diffs it from $OLD, and FP and CHECK
 notice when anything else touched the git dir. FOLD_TAIL runs a snapshot at the start of a
-command's exec, then the command. APPLY_SCRIPT applies a recorded patch with every attribute conversion off. Why each step is
-there is in core/gitops.py.
+command's exec, then the command. APPLY_SCRIPT applies a recorded patch with every attribute
+conversion off. Why each step is there is in core/gitops.py.
 """
 
 from __future__ import annotations
