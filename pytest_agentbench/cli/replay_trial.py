@@ -140,12 +140,16 @@ def _run_trial(task: LoadedTask, record: dict[str, Any], script: Path, out: Path
                args: argparse.Namespace) -> dict[str, Any]:
     from pytest_agentbench.repos.mirror import MirrorCache
     from pytest_agentbench.run.factory import AttemptFactory, SharedAttemptConfig, sandbox_factory
-    from pytest_agentbench.run.hostenv import trial_defaults, work_root
+    from pytest_agentbench.run.hostenv import WorkRootError, trial_defaults, work_root
 
     image = _image(args, record)
     run_id = f"replay-{out.name}"
+    try:
+        root = work_root(run_id)
+    except WorkRootError as exc:  # another user's, or a link: one line, exit 2
+        raise ReplayError(str(exc)) from None
     shared = SharedAttemptConfig(
-        run_id=run_id, run_dir=out, work_root=work_root(run_id), variant="replay",
+        run_id=run_id, run_dir=out, work_root=root, variant="replay",
         variant_config_hash=str(record.get("variant_config_hash", "")),
         image=image["name"], image_id=image["id"], image_digest=image["digest"],
         worker="replay", events_path=out / "events.jsonl", **trial_defaults(args.sandbox))
