@@ -132,9 +132,12 @@ def pytest_runtest_makereport(item, call):
 """
 
 
+@pytest.mark.parametrize("sandbox", ["local", "docker"])
 def test_item3_another_user_cannot_write_into_a_live_checkout_or_pre_agent_copy(
-    shared_tmp: Path, tmp_path: Path
+    shared_tmp: Path, tmp_path: Path, sandbox: str, request: pytest.FixtureRequest
 ) -> None:
+    if sandbox == "docker":
+        request.getfixturevalue("docker_sandboxes")  # skips without Docker (fails under CI)
     packs = tmp_path / "taskpacks"
     shutil.copytree(ROOT / "taskpacks", packs)
     script, variant = tmp_path / "script.yaml", tmp_path / "agent.yaml"
@@ -161,7 +164,7 @@ def test_item3_another_user_cannot_write_into_a_live_checkout_or_pre_agent_copy(
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
              "--agentbench-suite", "custom-dev", f"--agentbench-taskpacks={packs}",
-             "--agentbench-sandbox=local", f"--agentbench-out={out}",
+             f"--agentbench-sandbox={sandbox}", f"--agentbench-out={out}",
              f"--agentbench-variant={variant}", "-k", "fix-mean-off-by-one"],
             cwd=ROOT, capture_output=True, text=True, timeout=300,
             env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")})
