@@ -146,8 +146,11 @@ def chown_tree(root: Path, uid: int, gid: int) -> None:
 
 
 def tree_size(root: Path) -> tuple[int, int]:
-    """(bytes allocated, entries) below `root`: hard links counted once, symlinks not followed,
-    iterative (no depth limit), unreadable directories skipped."""
+    """(bytes, entries) below `root`: each regular file counts its apparent size or what it
+    allocates, whichever is more (a sparse file of 2 GiB counts 2 GiB: copied through an
+    archive, or read back, it is 2 GiB of data), everything else what it allocates; hard links
+    counted once, symlinks not followed, iterative (no depth limit), unreadable directories
+    skipped."""
     total, count, seen, stack = 0, 0, set(), [str(root)]
     while stack:
         try:
@@ -166,6 +169,8 @@ def tree_size(root: Path) -> tuple[int, int]:
                         continue
                     seen.add((info.st_dev, info.st_ino))
                 total += info.st_blocks * 512
+                if stat.S_ISREG(info.st_mode):
+                    total += max(0, info.st_size - info.st_blocks * 512)
                 if stat.S_ISDIR(info.st_mode):
                     stack.append(entry.path)
     return total, count

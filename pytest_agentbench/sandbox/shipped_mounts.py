@@ -25,7 +25,12 @@ from pathlib import Path
 import docker
 from docker.types import Mount
 
-from pytest_agentbench.sandbox.archives import extract_into, tar_chunks
+from pytest_agentbench.sandbox.archives import (
+    INCOMPLETE_NOTE,
+    ArchiveRefused,
+    extract_into,
+    tar_chunks,
+)
 from pytest_agentbench.sandbox.docker_containers import (
     DockerErrors,
     failure,
@@ -40,7 +45,9 @@ from pytest_agentbench.sandbox.port import SandboxError, SandboxSpec
 CA_DIR = "/etc/ssl/certs"  # the bundle is ca-certificates.crt in it, as the image has it
 PIP_VOLUME_PREFIX = "agentbench-pip-"
 LOADER_ROOT = "/agentbench-load"
-ENV_MAX_BYTES = 20 << 30  # what /env may bring back after setup (the workspace: its disk limit)
+ENV_MAX_BYTES = 20 << 30  # what /env may ship or bring back (the workspace: its disk limit)
+PULL_CHUNK = 1 << 20
+KEEP_ONLY_PHASE = "agent"  # its copy-back only serves the kept workspace (trial_config.sync_back)
 
 def pip_volume_name(host_dir: Path) -> str:
     """The engine's pip-cache volume for a task's host cache directory (same key, each engine)."""
@@ -57,6 +64,7 @@ class ShippedMounts:
         self.labels = dict(labels)
         self.volumes: dict[str, str] = {}  # role (workspace, env, ca) -> volume name
         self.roles: dict[str, str] = {}  # volume name -> "<workspace>", ... for the record
+        self.incomplete: str | None = None  # why the kept workspace's copy-back stopped
 
     def _volume(self, role: str) -> str:
         try:
@@ -108,12 +116,17 @@ class ShippedMounts:
             raise SandboxError(f"cannot create the container that loads the volumes: {exc}") \
                 from exc
         register(loader, self.client)
+        limit = self.spec.disk_limit_mb
+        budgets = {"env": ENV_MAX_BYTES, **({"workspace": limit << 20} if limit else {})}
         try:
-            api.put_archive(loader, LOADER_ROOT, tar_chunks(trees, self.uid, self.gid))
+            api.put_archive(loader, LOADER_ROOT, tar_chunks(trees, self.uid, self.gid,
+                                                            budgets=budgets))
             if self.spec.ca_bundle is not None:
                 bundle = self.spec.ca_bundle.read_bytes()
                 api.put_archive(loader, LOADER_ROOT, _one_file("ca/ca-certificates.crt", bundle,
                                                                self.uid, self.gid))
+        except ArchiveRefused as exc:  # a bound: nothing more was sent
+            raise SandboxError(f"refused to ship to the engine: {exc}") from exc
         except OSError as exc:  # reading the host directory
             raise SandboxError(f"cannot ship the workspace to the engine: {exc}") from exc
         except DockerErrors as exc:
@@ -124,21 +137,45 @@ class ShippedMounts:
 
     def sync_back(self, container_id: str) -> None:
         """The sandbox's workspace (and /env, when it was writable) copied back over the host
-        directories. Raises SandboxError when the engine cannot give them."""
+        directories, each bounded (archives.extract_into: apparent bytes, entries). Raises
+        SandboxError when the engine cannot give them or a copy is refused, except for the
+        workspace of an agent sandbox: that copy only serves the kept workspace, so one that
+        stops at a bound is kept as far as it got, with INCOMPLETE_NOTE saying why, and the
+        attempt keeps its own outcome (`incomplete` holds the reason)."""
         limit = self.spec.disk_limit_mb
         pulls = [(self.spec.workdir, self.spec.workspace, limit << 20 if limit else None)]
         if not self.spec.env_read_only:
             pulls.append(("/env", self.spec.env_dir, ENV_MAX_BYTES))
+        keep_only = self.spec.labels.get("agentbench.phase") == KEEP_ONLY_PHASE
         for inside, host, max_bytes in pulls:
             try:
-                stream, _ = self.client.api.get_archive(container_id, inside)
-                extract_into(iter(stream), host, posixpath.basename(inside.rstrip("/")),
-                             max_bytes)
+                self._pull(container_id, inside, host, max_bytes)
+            except ArchiveRefused as exc:
+                if keep_only and host == self.spec.workspace:
+                    self.incomplete = f"the copy of {inside} stopped: {exc}"
+                    (host / INCOMPLETE_NOTE).write_text(
+                        f"agentbench: this copy of the workspace is incomplete: {exc}\n", "utf-8")
+                    continue
+                raise SandboxError(f"refused what the engine sent for {inside}: {exc}") from exc
             except DockerErrors as exc:  # a stream cut mid-way, the engine gone
                 raise failure(self.client.api,
                               f"cannot copy {inside} back from the engine: {exc}") from exc
             except Exception as exc:  # tarfile.TarError and its filter errors
                 raise SandboxError(f"refused what the engine sent for {inside}: {exc}") from exc
+
+    def _pull(self, container_id: str, inside: str, host: Path, max_bytes: int | None) -> None:
+        """One directory's archive extracted over `host`. The response is closed whatever
+        happens: a stream left unread holds the engine's archive request open, and with it the
+        container, whose removal then waits for the client's timeout (60 s)."""
+        api = self.client.api
+        response = api._get(api._url("/containers/{0}/archive", container_id),
+                            params={"path": inside}, stream=True)
+        try:
+            api._raise_for_status(response)
+            extract_into(response.iter_content(PULL_CHUNK, False), host,
+                         posixpath.basename(inside.rstrip("/")), max_bytes)
+        finally:
+            response.close()
 
     def remove(self) -> None:
         for name in list(self.volumes.values()):
