@@ -7,11 +7,23 @@ the mount). The image is a sparse file next to the workspace; `release` unmounts
 whose process died or whose image was deleted are unmounted by `release_stale` (at every
 `provision` and by `agentbench gc`).
 
-"watched" (anything else): the host measures the workspace while a command runs and kills the
-command once the workspace grew past the limit; RLIMIT_FSIZE caps each file at the limit. A soft
-bound: the overshoot is the write rate times the poll interval (measured here at 2 GiB: <= 62
-MiB for one writer, <= 152 MiB for four), and fallocate bursts within one poll are not stopped
-in time (they are reported, and the next command that grows the workspace is killed).
+"watched" (a local engine that cannot be bounded so): the host measures the workspace while a
+command runs and kills the command once the workspace grew past the limit; RLIMIT_FSIZE caps each
+file at the limit. A soft bound: the overshoot is the write rate times the poll interval
+(measured here at 2 GiB: <= 62 MiB for one writer, <= 152 MiB for four), and fallocate bursts
+within one poll are not stopped in time (they are reported, and the next command that grows the
+workspace is killed).
+
+"measured" (archive transfer: the workspace is a volume on the engine, which the host cannot
+see): the sandbox measures its workspace itself, at the end of every command (the wrapper runs
+MEASURE after it reaped the command, and reports in its trailer) and every MEASURE_POLL_SEC while
+one runs (a command of its own), and kills a command that grew it past the limit; RLIMIT_FSIZE
+caps each file at the limit. A soft bound too: the overshoot is the write rate times
+MEASURE_POLL_SEC. A workspace that cannot be measured (a directory the sandbox user cannot read)
+counts as over the limit.
+
+Every size here is a file's apparent size or what it allocates, whichever is more (paths/trees.
+tree_size; du's two sums in the sandbox): a sparse file is as big as the data it ships as.
 """
 
 from __future__ import annotations
@@ -35,6 +47,15 @@ DISK_TAG = ".agentbench-disk-"  # images: <parent>/.agentbench-disk-<pidns>.<pid
 FULL_BYTES = 1 << 20  # a bounded filesystem with less free space than this is full
 WATCH_POLL_SEC = 0.1  # one statvfs
 STALE_SEC = 2.0  # watched: walk at least this often while commands run
+MEASURE_POLL_SEC = 1.0  # measured: measure in the sandbox this often while a command runs
+# Shell: $s := "<apparent bytes>:<allocated bytes>" of the directory $d, or "-" when du fails
+# (an unreadable directory, no fork possible). Runs as the command user, after the reap (no
+# timeout of its own: the host's deadline for the command covers it).
+MEASURE = (
+    "s=-; if [ -n \"$d\" ] && a=$(command -p du -s -B1 --apparent-size -- \"$d\" 2>/dev/null) "
+    "&& b=$(command -p du -s -B1 -- \"$d\" 2>/dev/null); then "
+    "s=${a%%[!0-9]*}:${b%%[!0-9]*}; fi\n")
+MEASURE_SCRIPT = 'd=$1\n' + MEASURE + 'printf "\\nagentbench-usage:%s\\n" "$s"\n'
 
 
 def loopfs_unavailable(engine_host: str) -> str | None:
@@ -152,8 +173,35 @@ def pid_alive(pid: int) -> bool:
 
 
 def tree_usage(root: Path) -> int:
-    """Bytes allocated under `root` (hard links once, symlinks not followed)."""
+    """Bytes under `root`, apparent or allocated, whichever is more for each file (hard links
+    once, symlinks not followed)."""
     return tree_size(root)[0]
+
+
+def parse_usage(field: str | None) -> int | None:
+    """Bytes from MEASURE's "<apparent>:<allocated>" (the larger); None when not measured."""
+    if field is None:
+        return None
+    apparent, _, allocated = field.strip().partition(":")
+    if not (apparent.isdigit() and allocated.isdigit()):
+        return None
+    return max(int(apparent), int(allocated))
+
+
+def trailer_usage(trailer: bytes | None) -> str | None:
+    """The wrapper trailer's usage field (MEASURE's $s), if it has one."""
+    if trailer is None:
+        return None
+    fields = trailer.decode(errors="replace").strip("\n\x1e").split(" ")
+    return fields[4] if len(fields) == 5 else None
+
+
+def script_usage(output: str) -> str | None:
+    """MEASURE_SCRIPT's usage field from its output."""
+    for line in reversed(output.splitlines()):
+        if line.startswith("agentbench-usage:"):
+            return line[len("agentbench-usage:"):]
+    return None
 
 
 SIGXFSZ_EXIT = 128 + signal.SIGXFSZ  # a shell's status for a command stopped at `ulimit -f`
@@ -171,8 +219,12 @@ class DiskGuard:
     and after every command that ran longer than half of that.
     """
 
-    def __init__(self, workspace: Path, limit_mb: int | None, mode: str) -> None:
+    def __init__(self, workspace: Path, limit_mb: int | None, mode: str,
+                 measure: Callable[[], str | None] | None = None) -> None:
+        """`measure` (mode "measured"): runs MEASURE_SCRIPT in the sandbox, returns its field."""
         self.workspace, self.mode = workspace, mode if limit_mb else "none"
+        self._measure = measure
+        self._unmeasured = False  # measured: the last measurement failed (counted as over)
         self.limit = (limit_mb or 0) << 20
         self.limit_mb = limit_mb
         self._used: int | None = None  # watched: an upper bound of the workspace's size ...
@@ -183,14 +235,22 @@ class DiskGuard:
 
     @property
     def fsize_kib(self) -> str:
-        return str(self.limit >> 10) if self.mode == "watched" else ""
+        return str(self.limit >> 10) if self.mode in ("watched", "measured") else ""
 
     @property
     def polls(self) -> bool:
-        return self.mode == "watched"
+        return self.mode in ("watched", "measured")
+
+    @property
+    def measures(self) -> bool:
+        """Whether the wrapper should measure the workspace after the command (MEASURE)."""
+        return self.mode == "measured"
 
     def start(self) -> None:
-        if self.mode == "watched":
+        if self.mode == "measured":
+            self._before = self._used if self._used is not None else 0
+            self._started = self._walked_at = time.monotonic()
+        elif self.mode == "watched":
             if self._used is None:
                 self._walk()
             self._before, self._started = self._estimate(), time.monotonic()
@@ -203,11 +263,22 @@ class DiskGuard:
         """Watched: the workspace is over the limit and bigger than when the command started."""
         ceiling = max(self.limit, self._before)
         now = time.monotonic()
+        if self.mode == "measured":
+            if now - self._walked_at < MEASURE_POLL_SEC:
+                return False
+            self._walked_at = now
+            return self._sandbox_usage(None) > ceiling
         if now < self._next_walk or (self._estimate() <= ceiling and not self._stale(now)):
             return False
         return self._walk() > ceiling
 
-    def hit_after(self, exit_code: int) -> bool:
+    def hit_after(self, exit_code: int, reported: str | None = None) -> bool:
+        """Whether the command left the workspace over the limit (and bigger than before it).
+        `reported`: the wrapper's MEASURE field (measured mode; None: measure now)."""
+        if self.mode == "measured":
+            usage = self._sandbox_usage(reported)
+            self._used = None if self._unmeasured else usage
+            return usage >= self.limit and usage > self._before
         if self.mode == "filesystem":
             full = self._full()
             return full and (not self._was_full or exit_code != 0)
@@ -220,6 +291,18 @@ class DiskGuard:
                 usage = self._walk()
             return usage >= self.limit and usage > self._before
         return False
+
+    def _sandbox_usage(self, reported: str | None) -> int:
+        """Measured mode: the workspace's size in the sandbox, from the wrapper's report or a
+        measurement now; one that cannot be measured counts as over the limit (fails closed)."""
+        usage = parse_usage(reported)
+        if usage is None and self._measure is not None:
+            try:
+                usage = parse_usage(self._measure())
+            except Exception:  # noqa: BLE001 - the engine failed: the next command says so
+                usage = None
+        self._unmeasured = usage is None
+        return max(self.limit, self._before + 1) if usage is None else usage
 
     def _estimate(self) -> int:
         used = self._used or 0
@@ -252,6 +335,10 @@ class DiskGuard:
     def message(self, killed: bool) -> str:
         what = ("the command was killed" if killed else "writes past it fail"
                 if self.mode == "filesystem" else "it is over the limit")
+        if self._unmeasured:
+            return (f"\nagentbench: the workspace could not be measured against its disk limit "
+                    f"of {self.limit_mb} MiB (a directory the sandbox user cannot read?), so it "
+                    f"counts as over it ({what}); make every directory readable to go on\n")
         return (f"\nagentbench: the workspace reached its disk limit of {self.limit_mb} MiB "
                 f"({what}); free space to go on\n")
 

@@ -166,12 +166,13 @@ class DockerSandboxFactory:
     def provision(self, path: Path, disk_limit_mb: int | None) -> str:
         """See ports.SandboxFactory.provision: a loop-mounted ext4 where this host allows it
         ("filesystem"), otherwise "watched" (why is in every sandbox's facts). With archive
-        transfer the directory is only the upload's source: "none" (sandbox facts say why)."""
+        transfer the directory is only the upload's source and the sandbox measures its volume:
+        "measured" (sandbox/disk.py)."""
         if self.transfer == "archive":
             path.mkdir(parents=True, exist_ok=True)
             if any(path.iterdir()):
                 raise SandboxError(f"cannot bound {path}: it must be an empty directory")
-            return "none"
+            return "measured" if disk_limit_mb else "none"
         try:
             layers.release_stale()  # before disk.provision releases stale loop filesystems
             mode, problem = disk.provision(path, disk_limit_mb, self.loopfs_problem())
@@ -216,16 +217,19 @@ class DockerSandboxFactory:
             raise SandboxError(f"cannot release the workspace filesystem at {path}: {exc}") from exc
 
     def disk_mode(self, spec: SandboxSpec) -> str:
-        if not spec.disk_limit_mb or self.transfer == "archive":
+        if not spec.disk_limit_mb:
             return "none"
+        if self.transfer == "archive":
+            return "measured"
         layer = layers.layer_of(spec.workspace)  # a view: its writes land on its layer's fs
         bounded = disk.is_mounted(layer if layer is not None else spec.workspace)
         return "filesystem" if bounded else "watched"
 
     def loopfs_problem(self) -> str | None:
         if self.transfer == "archive":
-            return ("the workspace is a volume on the engine (archive transfer): only the "
-                    "per-file size limit applies")
+            return ("the workspace is a volume on the engine (archive transfer): the sandbox "
+                    "measures it after every command and every "
+                    f"{disk.MEASURE_POLL_SEC:g}s while one runs, and caps each file at the limit")
         if self._loopfs_problem == "":
             self._loopfs_problem = disk.loopfs_unavailable(docker_host())
         return self._loopfs_problem

@@ -28,6 +28,7 @@ from typing import Any
 from docker.types import Mount
 
 from pytest_agentbench.sandbox.capture import DETERMINISTIC_ENV, redact_env
+from pytest_agentbench.sandbox.disk import MEASURE
 from pytest_agentbench.sandbox.port import SandboxSpec
 
 BASE_LABEL = "agentbench"
@@ -69,11 +70,13 @@ OOM_COUNT = r"""oomc() {
   done
 }
 """
-# $1 = budget in seconds, $2 = the command, $3 = RLIMIT_FSIZE in KiB or "". The nonce leaves the
-# environment before anything runs. First the leftovers of an earlier command die (defence in
-# depth: the host reaps too). Job control gives the command its own process group without
-# ignoring SIGINT (as plain `&` would). After it, nothing but builtins run (no fork needed, even
-# with the pids limit reached), and the trailer is the last thing on the stream.
+# $1 = budget in seconds, $2 = the command, $3 = RLIMIT_FSIZE in KiB or "", $4 = the workspace to
+# measure (disk.MEASURE, archive engines' disk bound) or "". The nonce leaves the environment
+# before anything runs. First the leftovers of an earlier command die (defence in depth: the host
+# reaps too). Job control gives the command its own process group without ignoring SIGINT (as
+# plain `&` would). After it, nothing but builtins run (no fork needed, even with the pids limit
+# reached) but MEASURE's du when $4 is set (its failure reads as "-"), and the trailer is the
+# last thing on the stream.
 WRAPPER = (
     "exec 3>&2 2>/dev/null\nn=$" + NONCE_VAR + "; unset " + NONCE_VAR + "\n" + REAP + OOM_COUNT
     + r"""reap
@@ -84,7 +87,8 @@ command -p timeout -k 2 "$1" bash -c "$2" 2>&3 3>&- & t=$!
 wait "$t"; rc=$?
 reap
 oomc
-printf '\n\036agentbench-end:%s %s %s %s\n' "$n" "$rc" "$o0" "$o" >&3
+d=$4
+""" + MEASURE + r"""printf '\n\036agentbench-end:%s %s %s %s %s\n' "$n" "$rc" "$o0" "$o" "$s" >&3
 exit "$rc"
 """)
 KILL_SCRIPT = REAP + "reap; exit 0\n"
@@ -107,7 +111,8 @@ def parse_trailer(trailer: bytes | None, nonce: str) -> tuple[int, bool] | None:
     if trailer is None:
         return None
     fields = trailer.decode(errors="replace").strip("\n\x1e").split(" ")
-    if len(fields) != 4 or fields[0] != f"agentbench-end:{nonce}" or not fields[1].isdigit():
+    if (len(fields) not in (4, 5) or fields[0] != f"agentbench-end:{nonce}"
+            or not fields[1].isdigit()):
         return None
     before, after = fields[2], fields[3]
     return int(fields[1]), before.isdigit() and after.isdigit() and int(after) > int(before)

@@ -84,9 +84,10 @@ class DockerSandbox:
             self.files: Files = HostFiles(spec.workspace, owner_uid=owner_uid)
         else:
             self.files = ContainerFiles(self._file_op, spec.workdir)
-        self.disk = DiskGuard(spec.workspace, spec.disk_limit_mb, factory.disk_mode(spec))
         self._factory = factory
         self._api = factory.client.api
+        self.disk = DiskGuard(spec.workspace, spec.disk_limit_mb, factory.disk_mode(spec),
+                              measure=self._measure_workspace)
         self._args = args
         self._image = image
         self._shell = str(image.get("shell") or "bash")  # the image's execute-only shell
@@ -114,7 +115,7 @@ class DockerSandbox:
               cwd: str | None, full: bool) -> ExecResult:
         nonce = secrets.token_hex(16)
         argv = [self._shell, "-p", "-c", policy.WRAPPER, "agentbench", f"{budget:.3f}", command,
-                self.disk.fsize_kib]
+                self.disk.fsize_kib, self.spec.workdir if self.disk.measures else ""]
         workdir = posixpath.normpath(posixpath.join(self.spec.workdir, cwd or "."))
         cap = FULL_CAPTURE_CAP if full else CAPTURE_CAP
         out, err = OutputBuffer(cap), OutputBuffer(cap)
@@ -140,7 +141,8 @@ class DockerSandbox:
         elif errors:
             raise self._failure("lost the command's output stream", errors[0])
         elapsed = time.monotonic() - start
-        seen = policy.parse_trailer(err.pop_trailer(policy.TRAILER + nonce.encode()), nonce)
+        trailer = err.pop_trailer(policy.TRAILER + nonce.encode())
+        seen = policy.parse_trailer(trailer, nonce)
         exit_code = self._exit_code(exec_id)
         if seen is None and not (overran or disk_hit):
             self._reap("its wrapper was killed")  # its processes may still run
@@ -152,7 +154,8 @@ class DockerSandbox:
         if lost:
             err.append(LOST_OUTPUT_NOTE.encode())
         timed_out = overran or (exit_code in (124, 137) and elapsed >= budget)
-        disk_after = self.disk.hit_after(exit_code)  # also the baseline of the next command
+        # also the baseline of the next command
+        disk_after = self.disk.hit_after(exit_code, disk.trailer_usage(trailer) if seen else None)
         if disk_hit or disk_after:
             err.append(self.disk.message(killed=disk_hit).encode())
         oom = seen is not None and seen[1] and not timed_out
@@ -172,6 +175,19 @@ class DockerSandbox:
                 return False, False
             if self.disk.polls and self.disk.grew_past():
                 return False, True
+
+    def _measure_workspace(self) -> str | None:
+        """The workspace's size measured in the container (disk.MEASURE_SCRIPT, as the command
+        user): the field DiskGuard reads, None when it cannot be had."""
+        try:
+            exec_id = self._api.exec_create(
+                self.container_id, [self._shell, "-p", "-c", disk.MEASURE_SCRIPT, "agentbench",
+                                    self.spec.workdir], user=self.user)["Id"]
+            output = self._api.exec_start(exec_id)
+        except DockerErrors:
+            return None
+        text = output.decode(errors="replace") if isinstance(output, bytes) else str(output)
+        return disk.script_usage(text)
 
     def _exit_code(self, exec_id: str) -> int | None:
         """The wrapper's exit status as the engine saw it (128+n if a signal killed it)."""

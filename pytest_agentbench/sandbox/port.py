@@ -147,7 +147,8 @@ class SandboxFactory(Protocol):
     def provision(self, path: Path, disk_limit_mb: int | None) -> str:
         """Make `path` an empty directory whose size is bounded by `disk_limit_mb`, before
         anything is put in it (a checkout, a copy); sandboxes opened on it enforce the bound.
-        Returns how: "filesystem" (a hard bound), "watched" (a soft one), or "none". Call
+        Returns how: "filesystem" (a hard bound), "watched" or "measured" (soft ones: the host,
+        or on an archive engine the sandbox, measures the workspace), or "none". Call
         `release(path)` when done with it."""
         ...
 

@@ -105,7 +105,7 @@ def test_provision_gives_an_empty_bounded_directory(sandbox_factory: SandboxFact
     assert sandbox_factory.provision(tmp_path / "none", None) == "none"
     assert (tmp_path / "none").is_dir() and not any((tmp_path / "none").iterdir())
     mode = sandbox_factory.provision(tmp_path / "bounded", 16)
-    assert mode in ("filesystem", "watched", "none")
+    assert mode in ("filesystem", "watched", "measured", "none")
     sandbox_factory.release(tmp_path / "bounded")
     sandbox_factory.release(tmp_path / "bounded")  # twice is fine
     sandbox_factory.release(tmp_path / "never")  # so is a path never provisioned
