@@ -131,10 +131,12 @@ def build_parser() -> argparse.ArgumentParser:
     variants = sub.add_parser("variants", help="list bundled variants and installed agents")
     variants.set_defaults(func=_variants)
     from pytest_agentbench.cli.cache import add_cache_command
+    from pytest_agentbench.cli.harvest import add_harvest_command
     from pytest_agentbench.cli.validate import add_validate_command
 
     add_validate_command(sub)
     add_cache_command(sub)
+    add_harvest_command(sub)
     try:
         from pytest_agentbench.reporting.cli import add_report_commands
     except ImportError:

@@ -1,0 +1,56 @@
+"""FAIL_TO_PASS and PASS_TO_PASS from per-test outcomes, never from log text.
+
+Before the fix (the test part applied) the tests ran PRE_RUNS times, after it POST_RUNS times.
+A test is FAIL_TO_PASS when it failed (or errored) in every run before and passed in every run
+after; PASS_TO_PASS when it passed in all of them. A test whose outcome differs between runs of
+the same state is flaky and dropped from both lists (the candidate stays if anything is left).
+A test that no run before reported, because its module could not even be imported at the
+parent, and that passes after is FAIL_TO_PASS too, of a *feature* task: the change added what
+the test imports. A candidate with only such tests is labelled `feature`, else `bugfix`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pytest_agentbench.harvest.runs import Runs
+
+
+@dataclass(frozen=True)
+class Verdict:
+    fail_to_pass: tuple[str, ...]
+    pass_to_pass: tuple[str, ...]
+    flaky: tuple[str, ...]
+    kind: str  # bugfix | feature
+    reason: str | None  # why the candidate is dropped, or None
+
+
+def judge(runs: Runs) -> Verdict:
+    if runs.reason is not None:
+        return Verdict((), (), (), "bugfix", runs.reason)
+    if not any(runs.post):
+        return Verdict((), (), (), "bugfix", "TESTS_NOT_RUN")
+    ids = sorted({node for run in runs.pre + runs.post for node in run if "::" in node})
+    f2p, p2p, flaky, new = [], [], [], []
+    for node in ids:
+        before = {run.get(node, "absent") for run in runs.pre}
+        after = {run.get(node, "absent") for run in runs.post}
+        if len(before) > 1 or len(after) > 1:
+            flaky.append(node)
+        elif after == {"passed"} and before <= {"failed", "error"}:
+            f2p.append(node)
+        elif after == {"passed"} and before == {"absent"} and _uncollected(runs, node):
+            f2p.append(node)
+            new.append(node)
+        elif after == {"passed"} and before == {"passed"}:
+            p2p.append(node)
+    kind = "feature" if f2p and len(new) == len(f2p) else "bugfix"
+    reason = None if f2p else ("FLAKY_TESTS" if flaky else "NO_FAIL_TO_PASS")
+    return Verdict(tuple(f2p), tuple(p2p), tuple(flaky), kind, reason)
+
+
+def _uncollected(runs: Runs, node: str) -> bool:
+    """Whether every run before reported the node's module as a collection error."""
+    module = node.split("::", 1)[0]
+    return all(run.get(module) == "error" for run in runs.pre) or all(
+        not run for run in runs.pre) and all(code == 2 for code in runs.pre_exit)
