@@ -14,6 +14,7 @@ import math
 import time
 import traceback
 
+import pytest_agentbench.core.hidden_tests as hidden_tests
 from pytest_agentbench.agents.port import (
     Agent,
     AgentContext,
@@ -58,7 +59,8 @@ def run_agent(at: Attempt, sandbox: Sandbox, agent: Agent) -> RecordingToolbox:
         task_dir=at.task.task_dir,
         toolbox=toolbox,
         events=at.events,
-        failing_output=output.stdout[-20000:] + output.stderr[-4000:],
+        failing_output=(hidden_tests.FAILING_OUTPUT_NOTE if spec.validation.hidden_tests
+                        else output.stdout[-20000:] + output.stderr[-4000:]),
         failing_command=spec.validation.failing_command,
         deadline=deadline,
         max_steps=spec.agent.max_steps,
@@ -120,7 +122,8 @@ def _protection(at: Attempt, sandbox: Sandbox) -> tuple[list[str], frozenset[str
         validation = at.spec.validation
         found = protect([validation.failing_command, validation.passing_command], sandbox.files)
         globs += [g for g in found.globs if g not in globs]
-        paths = found.paths
+        hidden = hidden_tests.load(at)  # its files win at scoring: an edit there is discarded
+        paths = found.paths - set(hidden.paths) if hidden else found.paths
     at.environment["readonly"] = {
         "globs": globs, "paths": sorted(paths)[:500], "path_count": len(paths)
     }

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pytest_agentbench.core.baseline as baseline_mod
+import pytest_agentbench.core.hidden_tests as hidden_tests
 from pytest_agentbench.core.attempt import Attempt, Failure
 from pytest_agentbench.core.envcache import CacheHold, cache_key
 from pytest_agentbench.core.gitops import dirty_tracked_files
@@ -243,22 +244,17 @@ def _save_env_snapshot(at: Attempt, setup_sec: float) -> str:
 
 def baseline(at: Attempt, sandbox: Sandbox) -> None:
     """The failing command before the agent: it must fail as the task says (core/baseline.py),
-    and what pytest reports then is the reference for scoring (core/evidence.py)."""
+    and what pytest reports then is the reference for scoring (core/evidence.py). A task with
+    hidden tests runs it in a sandbox of its own on a throwaway copy with them applied, so the
+    agent's sandbox and workspace never hold a trace of them (core/hidden_tests.py)."""
     validation = at.spec.validation
     started = time.monotonic()
-    results = []
-    for i in range(validation.baseline_runs):
-        path, env = at.results_env()
-        results.append(at.run_command(
-            sandbox,
-            "baseline",
-            validation.failing_command,
-            at.spec.environment.tool_timeout_sec,
-            log="failing" if i == 0 else f"failing_run{i + 1}",
-            env=env,
-        ))
-        if i == 0:
-            at.baseline_results, _ = at.collect_results(sandbox, path)
+    hidden = hidden_tests.load(at)
+    if hidden is None:
+        results = _failing_runs(at, sandbox)
+    else:
+        with hidden_tests.baseline_sandbox(at, hidden) as copy:
+            results = _failing_runs(at, copy, forget=True)
     seconds = round(time.monotonic() - started, 3)
     for result in results:
         if result.disk_limit_exceeded:
@@ -275,3 +271,25 @@ def baseline(at: Attempt, sandbox: Sandbox) -> None:
             "(does it run pytest, without its own --junitxml or PYTEST_ADDOPTS?)",
             "RESULTS_MISSING",
         )
+
+
+def _failing_runs(at: Attempt, sandbox: Sandbox, forget: bool = False) -> list[ExecResult]:
+    """The failing command `baseline_runs` times; the first run's pytest results kept (and,
+    with `forget`, their file removed)."""
+    validation = at.spec.validation
+    results = []
+    for i in range(validation.baseline_runs):
+        path, env = at.results_env()
+        results.append(at.run_command(
+            sandbox,
+            "baseline",
+            validation.failing_command,
+            at.spec.environment.tool_timeout_sec,
+            log="failing" if i == 0 else f"failing_run{i + 1}",
+            env=env,
+        ))
+        if i == 0:
+            at.baseline_results, _ = at.collect_results(sandbox, path)
+        if forget:
+            hidden_tests.forget_results(sandbox, path)
+    return results

@@ -88,6 +88,7 @@ SETUP_IRRELEVANT = {
     "validation.expected_failing_tests": "baseline verdict",
     "validation.baseline_runs": "baseline, after setup (and the sandbox lifetime, as timeout_sec)",
     "validation.results": "scoring evidence",
+    "validation.hidden_tests": "applied after setup, to copies the cache never holds",
     "agent.entrypoint": "the agent runs after setup, in a sandbox of its own",
     "agent.max_steps": "the agent",
     "agent.allow_file_write": "the agent's tools",

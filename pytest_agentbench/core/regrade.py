@@ -44,6 +44,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest_agentbench.core.hidden_tests as hidden_tests
 from pytest_agentbench.core.attempt import Attempt, Failure
 from pytest_agentbench.core.gitops import APPLY_PATCH
 from pytest_agentbench.core.trial_config import sandbox_spec
@@ -315,6 +316,9 @@ def _graded(
         target.write_text(patch, "utf-8")
     elif target.exists():
         target.unlink()
+    hidden = hidden_tests.load(at)
+    if hidden is not None:  # applied over the diff, as scoring applies them
+        hidden_tests.place(hidden, at, name)
     spec = at.spec
     sandbox = at.sandboxes.open(
         sandbox_spec(

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest_agentbench.core.evidence as evidence_mod
+import pytest_agentbench.core.hidden_tests as hidden_tests
 import pytest_agentbench.core.regrade as regrade_mod
 from pytest_agentbench.agents.port import AgentOutcome
 from pytest_agentbench.core.attempt import Attempt, Failure
@@ -41,7 +42,12 @@ def score(at: Attempt, agent_sandbox: Sandbox, toolbox: RecordingToolbox) -> Res
                                          toolbox.final_patch)  # the patch is what is scored
     at.found.agent = toolbox.stats(outcome)
     agent_sandbox.close()
-    patch = toolbox.final_patch
+    patch, overrode = toolbox.final_patch, None
+    hidden = hidden_tests.load(at)
+    if hidden is not None:  # they win over the agent's edits to their files
+        patch, overrode = hidden_tests.discard_agent_edits(patch, hidden)
+        hidden_tests.place(hidden, at, "pristine")
+        at.environment["hidden_tests"] = {"paths": list(hidden.paths), "overrode": overrode}
     if patch:  # before the sandbox opens: a remote engine gets a copy then
         patch_file = at.workspace / "pristine" / ".git" / "agentbench-final.patch"
         patch_file.write_text(patch, "utf-8")
@@ -50,10 +56,12 @@ def score(at: Attempt, agent_sandbox: Sandbox, toolbox: RecordingToolbox) -> Res
     regraded = at.cfg.regrade > 0 and violation is None
     base = regrade_mod.keep_base(at) if regraded else None
     try:
-        return _grade(at, outcome, violation, patch, base)
+        result = _grade(at, outcome, violation, patch, base)
     finally:
         if base is not None:
             regrade_mod.drop_base(base)
+    return result if overrode is None else result.model_copy(
+        update={"hidden_tests_overrode": overrode})
 
 
 def _grade(
@@ -66,6 +74,7 @@ def _grade(
     )
     if patch:
         _apply_diff(at, sandbox)
+    _apply_hidden_tests(at, sandbox)
     command, result = _run_scored(at, sandbox, outcome, violation, "passing")
     if base is None or not regrade_mod.gradable(command, violation):
         return result
@@ -74,6 +83,7 @@ def _grade(
         if patched:  # the agent's diff, or the reference's (core/regrade.py)
             reference = log.startswith(regrade_mod.REFERENCE)
             _apply_diff(at, fresh, "the reference solution" if reference else "the agent's diff")
+        _apply_hidden_tests(at, fresh)
         return _run_scored(at, fresh, outcome, None, log)
 
     with at.timed("regrade"):
@@ -98,6 +108,14 @@ def _apply_diff(at: Attempt, sandbox: Sandbox, what: str = "the agent's diff") -
             f"pre-agent workspace: {applied.stderr.strip()[-200:]}",
             "DIFF_NOT_APPLICABLE",
         )
+
+
+def _apply_hidden_tests(at: Attempt, sandbox: Sandbox) -> None:
+    """The task's hidden tests over the diff applied, when it has them: with the agent's edits
+    to their files dropped from that diff, they apply wherever they applied at baseline, unless
+    the agent's diff put something in their way (a file where they need a directory)."""
+    if at.spec.validation.hidden_tests is not None:
+        hidden_tests.apply(at, sandbox, Reason.TESTS_FAILED, "after the diff")
 
 
 def _run_scored(

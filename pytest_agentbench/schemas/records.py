@@ -134,6 +134,10 @@ class Result(Record):
     # (FLAKY_FIX) when the task's reference solution passes under every seed (core/regrade.py).
     # Empty without regrades (and in records written before them).
     regrades: list[RegradeRun] = Field(default_factory=list)
+    # A task with hidden tests (validation.hidden_tests): the paths they touch where the agent's
+    # edits were discarded before they were applied, [] when it made none there. None: the task
+    # has no hidden tests (or scoring never applied them).
+    hidden_tests_overrode: list[str] | None = None
 
 
 class AgentStats(Record):

@@ -228,6 +228,13 @@ class ValidationSpec(Strict):
     disallowed_failure_regex: ShortText | None = None
     expected_failing_tests: list[ShortText] | None = Field(default=None, max_length=MAX_ITEMS)
     baseline_runs: Int = Field(default=2, ge=1, le=5)
+    hidden_tests: str | None = Field(
+        default=None,
+        max_length=MAX_PATH,
+        description="a git patch of test files (e.g. tests.patch), relative to task.yaml, that "
+        "the agent never sees: applied for the baseline and at scoring, where it wins over the "
+        "agent's edits to the same files (core/hidden_tests.py)",
+    )
     results: Literal["auto", "junit", "exit_code"] = Field(
         default="auto",
         description="the evidence scoring requires: junit (a JUnit XML report written where the "
@@ -240,6 +247,14 @@ class ValidationSpec(Strict):
     def _compiles(cls, value: str | None) -> str | None:
         if value is not None:
             _compile(value)
+        return value
+
+    @field_validator("hidden_tests")
+    @classmethod
+    def _inside_task_dir(cls, value: str | None) -> str | None:
+        problem = relative_path_problem(value) if value is not None else None
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
 

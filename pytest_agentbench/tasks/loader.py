@@ -32,6 +32,7 @@ from pytest_agentbench.schemas.task import (
     version_tuple,
 )
 from pytest_agentbench.tasks.bounded_yaml import parse_yaml, text_problems, yaml_message
+from pytest_agentbench.tasks.hidden_tests import hidden_tests_problem
 from pytest_agentbench.tasks.problems import field_messages, one_line, show
 from pytest_agentbench.tasks.taskpack_files import (
     MAX_TASK_ASSET_BYTES,
@@ -256,6 +257,12 @@ def _layout_problems(path: Path, data: dict[Any, Any]) -> list[TaskProblem]:
         patch_problem = _asset_problem(path.parent, patch)
         if patch_problem:
             problems.append(TaskProblem(path, "oracle.patch", patch_problem))
+    validation = data.get("validation")
+    hidden = validation.get("hidden_tests") if isinstance(validation, dict) else None
+    if isinstance(hidden, str) and len(hidden) <= MAX_PATH and not relative_path_problem(hidden):
+        hidden_problem = hidden_tests_problem(path.parent, hidden)
+        if hidden_problem:
+            problems.append(TaskProblem(path, "validation.hidden_tests", hidden_problem))
     return problems
 
 
