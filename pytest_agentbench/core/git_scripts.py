@@ -177,13 +177,20 @@ if [ -n "$REF" ]; then
   [ "$fr" = 124 ] && slow=" SLOW"
 fi
 """.replace("MAXF", "0.3")
-# ... and right after a snapshot, from $OLD to the new tree, in the harness git dir.
+# ... and right after a snapshot, from $OLD to the new tree, in the harness git dir. The objects
+# the snapshot wrote are copied into the workspace's store too, never over a file there: when the
+# agent removes the harness git dir, the rebuild imports the last tree from there (verified by
+# index-pack, as everything it imports), so the next step still diffs from it.
 SNAPSHOT_DIFF = r"""tree=$(g write-tree --missing-ok) || exit 1
 echo "$tree"
 if [ -n "$OLD" ] && [ "$OLD" != "$tree" ]; then
   ( export NEW=$tree T="$GD/patch" BIN="$GD/binary"; unset GIT_WORK_TREE GIT_INDEX_FILE
 """ + _DIFF_BODY + r"""  ) || { rm -f "$GD/patch"; exit 1; }
 else echo; echo; fi
+if [ "$OLD" != "$tree" ] && [ -d .git/objects ] && [ ! -L .git ] && [ ! -L .git/objects ]; then
+  ( cd "$GD/objects" && find . -path ./pack -prune -o -type f -newermt "@$(( ${st%[.,]*} - 1 ))" \
+      -print0 | xargs -0 -r cp -n --parents -t "$OLDPWD/.git/objects" ) 2>/dev/null || :
+fi
 echo "END $st$slow" && fp
 """
 
