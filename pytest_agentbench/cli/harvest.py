@@ -36,6 +36,9 @@ def add_harvest_command(sub: Any) -> None:
     cmd.add_argument("--max-fix-lines", type=int, default=400, metavar="N")
     cmd.add_argument("--fresh", action="store_true",
                      help="forget an earlier harvest into this suite and start again")
+    cmd.add_argument("--redo", action="append", default=[], metavar="REASON",
+                     help="decide again the commits an earlier harvest dropped for REASON "
+                          "(repeatable), e.g. SETUP_FAILED after fixing the setup")
     cmd.set_defaults(func=harvest)
 
 
@@ -54,7 +57,7 @@ def harvest(args: argparse.Namespace) -> int:
                       rev_range=args.rev_range, max_commits=args.max_commits,
                       setup=tuple(args.setup), workers=args.workers, statement=args.statement,
                       limits=Limits(fix_files=args.max_fix_files, fix_lines=args.max_fix_lines),
-                      fresh=args.fresh)
+                      fresh=args.fresh, redo=frozenset(args.redo))
     with tempfile.TemporaryDirectory(prefix="agentbench-harvest-") as tmp:
         try:
             bench, gate = _bench(Path(tmp), source, args.gate_runs)

@@ -44,6 +44,7 @@ class Options:
     statement: str = "commit"  # commit | tests
     limits: Limits = field(default_factory=Limits)
     fresh: bool = False
+    redo: frozenset[str] = frozenset()  # decide again the commits dropped for these reasons
 
     def decisive(self) -> dict[str, Any]:
         """What changes decisions: a resume must have the same."""
@@ -55,7 +56,7 @@ def run_harvest(options: Options, bench: Bench, gate: Gate,
                 say: Callable[[str], None] = print) -> dict[str, Any]:
     started = time.monotonic()
     state = HarvestState(options.out / HARVEST_DIR / options.suite)
-    problem = state.open(options.decisive(), options.fresh)
+    problem = state.open(options.decisive(), options.fresh, options.redo)
     if problem is not None:
         raise HarvestError(problem)
     mirror = bench.mirrors.mirror_for(bench.url)

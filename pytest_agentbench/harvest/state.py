@@ -32,8 +32,10 @@ class HarvestState:
         self.root = root
         self.decided: dict[str, Outcome] = {}
 
-    def open(self, options: dict[str, Any], fresh: bool) -> str | None:
-        """Load what is decided; a problem line when the options differ from the stored ones."""
+    def open(self, options: dict[str, Any], fresh: bool,
+             redo: frozenset[str] = frozenset()) -> str | None:
+        """Load what is decided (but commits dropped for a reason in `redo`, decided again); a
+        problem line when the options differ from the stored ones."""
         if fresh:
             shutil.rmtree(self.root, ignore_errors=True)
         self.root.mkdir(parents=True, exist_ok=True)
@@ -54,6 +56,8 @@ class HarvestState:
                 except (ValueError, TypeError):
                     continue  # a line torn by a crash: that commit is decided again
                 self.decided[outcome.sha] = outcome
+        for sha in [s for s, o in self.decided.items() if o.reason in redo]:
+            del self.decided[sha]
         return None
 
     def record(self, outcome: Outcome) -> None:
