@@ -36,8 +36,9 @@ BOT = re.compile(r"\[bot\]|dependabot|renovate|pre-commit-ci|github-actions|gree
                  re.IGNORECASE)
 REVERT = re.compile(r"^Revert\b|^revert:", re.IGNORECASE)
 RELEASE = re.compile(
-    r"^(release|releasing|prepare (for )?release|bump( the)? version|version bump|bump to "
-    r"v?\d|v?\d+\.\d+(\.\d+)*([ab]|rc)?\d*$|(tag|cut) v?\d|changelog)", re.IGNORECASE)
+    r"^((release|releasing|prepare (for )?release)( v?\d|:|$)|bump( the)? version|version bump|"
+    r"bump to v?\d|v?\d+\.\d+(\.\d+)*([ab]|rc)?\d*$|(tag|cut) v?\d|changelog)",
+    re.IGNORECASE)  # "Release 1.2", not "Release the lock on error"
 
 
 @dataclass(frozen=True)

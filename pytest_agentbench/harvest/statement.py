@@ -13,7 +13,8 @@ import re
 _REFS = re.compile(r"\(#\d+\)|\b(?:GH|gh)-\d+\b|(?<![\w/])#\d+\b")
 _CLOSES = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s*:?\s*(?=[,.;]|$)",
                      re.IGNORECASE)
-_HASH = re.compile(r"\b[0-9a-f]{7,40}\b")
+# a commit hash has letters and digits: a number like 2147483647 is kept
+_HASH = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b")
 _URL = re.compile(r"https?://\S+")
 _TRAILER = re.compile(r"^[A-Z][A-Za-z-]+-by:|^(?:Refs?|See|Closes|Fixes|Resolves):",
                       re.IGNORECASE)
