@@ -50,6 +50,7 @@ class HarvestState:
         stored.write_text(json.dumps(options, sort_keys=True), "utf-8")
         path = self.root / STATE
         if path.is_file():
+            _cut_torn_tail(path)
             for line in path.read_text("utf-8").splitlines():
                 try:
                     outcome = Outcome(**json.loads(line))
@@ -66,3 +67,12 @@ class HarvestState:
             fh.write(json.dumps(asdict(outcome)) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
+
+
+def _cut_torn_tail(path: Path) -> None:
+    """Drop a last line a crash left without its newline: the next decision appended to it
+    would be lost with it."""
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with path.open("r+b") as fh:
+            fh.truncate(data.rfind(b"\n") + 1)
