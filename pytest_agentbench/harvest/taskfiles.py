@@ -61,7 +61,7 @@ def spec(task: HarvestedTask) -> dict[str, Any]:
         "setup": {"commands": list(task.plan.commands)},
         "validation": {
             "failing_command": failing, "passing_command": passing,
-            "expected_failing_tests": list(task.verdict.fail_to_pass),
+            "expected_failing_tests": list(task.verdict.baseline_failing),
             "hidden_tests": TESTS,
         },
     }

@@ -6,7 +6,10 @@ after; PASS_TO_PASS when it passed in all of them. A test whose outcome differs 
 the same state is flaky and dropped from both lists (the candidate stays if anything is left).
 A test that no run before reported, because its module could not even be imported at the
 parent, and that passes after is FAIL_TO_PASS too, of a *feature* task: the change added what
-the test imports. A candidate with only such tests is labelled `feature`, else `bugfix`.
+the test imports. A candidate with only such tests is labelled `feature`, else `bugfix`. At the
+baseline pytest names such a test by its module alone (`ERROR tests/test_new.py`), never by its
+id, so `baseline_failing` (the task's expected failing tests) leaves it out: the task's failing
+and passing commands still run it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ class Verdict:
     flaky: tuple[str, ...]
     kind: str  # bugfix | feature
     reason: str | None  # why the candidate is dropped, or None
+    baseline_failing: tuple[str, ...] = ()  # FAIL_TO_PASS the baseline names by id
 
 
 def judge(runs: Runs) -> Verdict:
@@ -33,11 +37,11 @@ def judge(runs: Runs) -> Verdict:
     ids = sorted({node for run in runs.pre + runs.post for node in run if "::" in node})
     f2p, p2p, flaky, new = [], [], [], []
     for node in ids:
-        before = {run.get(node, "absent") for run in runs.pre}
-        after = {run.get(node, "absent") for run in runs.post}
+        before = {_failing(run.get(node, "absent")) for run in runs.pre}
+        after = {_failing(run.get(node, "absent")) for run in runs.post}
         if len(before) > 1 or len(after) > 1:
             flaky.append(node)
-        elif after == {"passed"} and before <= {"failed", "error"}:
+        elif after == {"passed"} and before == {"failed"}:
             f2p.append(node)
         elif after == {"passed"} and before == {"absent"} and _uncollected(runs, node):
             f2p.append(node)
@@ -46,7 +50,14 @@ def judge(runs: Runs) -> Verdict:
             p2p.append(node)
     kind = "feature" if f2p and len(new) == len(f2p) else "bugfix"
     reason = None if f2p else ("FLAKY_TESTS" if flaky else "NO_FAIL_TO_PASS")
-    return Verdict(tuple(f2p), tuple(p2p), tuple(flaky), kind, reason)
+    baseline = tuple(node for node in f2p if node not in new)
+    return Verdict(tuple(f2p), tuple(p2p), tuple(flaky), kind, reason, baseline)
+
+
+def _failing(outcome: str) -> str:
+    """A failure and an error are one outcome: failing (a test that fails one run and errors
+    the next is not flaky)."""
+    return "failed" if outcome == "error" else outcome
 
 
 def _uncollected(runs: Runs, node: str) -> bool:
