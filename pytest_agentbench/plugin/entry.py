@@ -20,6 +20,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """A run takes Ctrl-C from here on even if it inherited SIGINT ignored (run/sigterm.py):
+    the earliest hook that knows a run is asked for, before conftests and plugins load."""
+    known = early_config.known_args_namespace
+    if getattr(known, "agentbench_suite", None) or getattr(known, "agentbench_resume", None):
+        from pytest_agentbench.run.sigterm import sigint_as_interrupt
+
+        sigint_as_interrupt()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",

@@ -16,6 +16,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -102,3 +103,31 @@ def test_the_run_takes_back_an_ignored_sigint_and_restores_it() -> None:
     finally:
         signal.signal(signal.SIGINT, before)
         restore_sigterm()
+
+
+EARLY_PROBE = """
+import os, signal, sys
+import pytest
+
+class Probe:  # pytest captures the output from here on: the answer goes to a file
+    @pytest.hookimpl(trylast=True)
+    def pytest_load_initial_conftests(self):
+        taken = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        with open(os.environ["SIGINT_PROBE"], "w") as out:
+            out.write(f"sigint taken before conftests: {taken}")
+
+sys.exit(pytest.main(sys.argv[1:], plugins=[Probe()]))
+"""
+
+
+def test_a_run_takes_sigint_before_conftests_and_plugins_load(tmp_path: Path) -> None:
+    """The window where an inherited SIG_IGN still holds ends at the first hook that knows a
+    run is asked for (plugin/entry.py), not at pytest_configure after every plugin loaded."""
+    workspace = PluginRunner(tmp_path)
+    answer = tmp_path / "answer"
+    proc = subprocess.run([*IGNORING_SIGINT, sys.executable, "-c", EARLY_PROBE,
+                           *workspace.args("--collect-only", "-q")], cwd=workspace.root,
+                          env={**workspace.env(), "SIGINT_PROBE": str(answer)},
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert answer.read_text() == "sigint taken before conftests: True"
