@@ -63,7 +63,7 @@ def run_harvest(options: Options, bench: Bench, gate: Gate,
     # the source's HEAD under a ref of ours (a bundle or a clone may name no branch at all)
     run_git(["--git-dir", str(mirror), "fetch", "-q", "--no-write-fetch-head", "--", bench.url,
              f"+HEAD:{HEAD_REF}"], timeout=600)
-    rev_range = re.sub(r"(?<![\w/.-])HEAD(?![\w/.-])", HEAD_REF, options.rev_range)
+    rev_range = source_range(options.rev_range)
     shared = options.out / "_shared"
     shared.mkdir(parents=True, exist_ok=True)
     bundle = shared / f"{options.suite}.bundle"
@@ -103,6 +103,18 @@ def run_harvest(options: Options, bench: Bench, gate: Gate,
     say(f"harvest: {built['validated']} validated tasks in {suite_dir} "
         f"({built['setups_run']} setups run); report {md_path}")
     return built
+
+
+def source_range(rev_range: str) -> str:
+    """`rev_range` with the source's HEAD for HEAD (`HEAD~10..HEAD`; `v1.0..` and `..v2.0`: an
+    empty side is HEAD, as git has it): the mirror's own HEAD need not be the source's."""
+    parts = re.split(r"(\.{2,3})", rev_range)
+    for i, part in enumerate(parts):
+        if part in ("", "HEAD") or re.match(r"HEAD[~^@]", part):
+            if len(parts) == 1 and part == "":
+                continue
+            parts[i] = HEAD_REF + part[4:]
+    return "".join(parts)
 
 
 class HarvestError(Exception):
