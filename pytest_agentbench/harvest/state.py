@@ -40,6 +40,7 @@ class HarvestState:
             shutil.rmtree(self.root, ignore_errors=True)
         self.root.mkdir(parents=True, exist_ok=True)
         stored = self.root / OPTIONS
+        options = json.loads(json.dumps(options))  # as stored: a tuple is a list
         if stored.is_file():
             before = json.loads(stored.read_text("utf-8"))
             if before != options:

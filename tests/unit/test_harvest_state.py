@@ -8,7 +8,8 @@ from pathlib import Path
 
 from pytest_agentbench.harvest.state import STATE, HarvestState, Outcome
 
-OPTIONS = {"source": "/src", "range": "HEAD", "setup": [], "statement": "commit",
+# as the pipeline passes them: --setup commands are a tuple
+OPTIONS = {"source": "/src", "range": "HEAD", "setup": ("make deps",), "statement": "commit",
            "limits": {"fix_files": 10}}
 
 
