@@ -112,6 +112,7 @@ class AgentbenchPlugin:
                 rootpath=config.rootpath,
                 invocation_dir=config.invocation_params.dir,
                 ini_dir=config.inipath.parent if config.inipath else None,
+                worker=is_worker(config),
             )
             tasks = TaskIndex.discover(settings.taskpacks, settings.suites)
             labels = (label for t in tasks.tasks.values() for label in t.spec.labels)

@@ -104,11 +104,14 @@ def build_settings(
     rootpath: Path,
     invocation_dir: Path | None = None,
     ini_dir: Path | None = None,
+    worker: bool = False,
 ) -> RunSettings:
     """The settings from command-line `option` and `ini` lookups. Raises ValueError (or the
     variant's VariantError, or OutDirError) with a one-line message on a bad value.
     `invocation_dir` (default: the cwd) anchors relative command-line paths, `ini_dir`
-    (default: `rootpath`) relative ini paths, `rootpath` the defaults."""
+    (default: `rootpath`) relative ini paths, `rootpath` the defaults. A `worker` (an xdist
+    worker) joins the run its controller made, so the output root and the run name are not
+    checked again: the controller has made that directory by then (issue 22 item 1)."""
     paths = _Anchors(invocation_dir or Path.cwd(), ini_dir or rootpath, rootpath)
     resume_given = option("resume")
     resume = paths.given(resume_given) if resume_given else None
@@ -121,7 +124,7 @@ def build_settings(
     out_label = "--agentbench-out" if option("out") else (
         "agentbench_out (ini)" if ini("out") else "the default output root")
     run_name = _run_name(option("run_name"))
-    if not resume:
+    if not resume and not worker:
         check_out_dir(out, f"{out_label}={out}")
         if run_name and (out / run_name).exists():
             raise OutDirError(
