@@ -168,8 +168,9 @@ def _one(work: _Work, candidate: Candidate) -> Outcome:
     verdict = judge(runs)
     stage = "setup" if runs.reason is not None else "tests"
     times = {"setup": t1 - t0} if stage == "setup" else {"tests": t1 - t0}
+    detail = runs.detail or ("flaky: " + ", ".join(verdict.flaky) if verdict.flaky else "")
     outcome = Outcome(commit.sha, verdict.reason or "", stage, task_id=name, kind=verdict.kind,
-                      setup_ran=runs.setup_ran, detail=runs.detail, stage_seconds=times)
+                      setup_ran=runs.setup_ran, detail=detail[:300], stage_seconds=times)
     if verdict.reason is None:
         description = (statement.from_tests(verdict.fail_to_pass)
                        if work.options.statement == "tests" else
