@@ -3,7 +3,8 @@
 Without `--run` it only loads every task.yaml and prints each problem on one line. With `--run`
 each valid task goes through the real pipeline twice, with the oracle and with nop
 (`run/validation.py`, the same check the doctor makes): a task is accepted when its baseline
-fails consistently, the oracle passes and nop fails with TESTS_FAILED.
+fails consistently, the oracle passes and nop fails with TESTS_FAILED. Exit status: 0 all
+accepted, 1 some rejected, 2 no taskpacks, 10 no Docker engine or runner image (one line).
 
 The taskpacks are `--taskpacks DIR` (relative to the cwd) if given, else the project's: ini
 `agentbench_taskpacks` relative to the project root, else `<root>/taskpacks`, the root found
@@ -17,6 +18,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+INFRA_ERROR = 10  # as a run's exit status: nothing could be checked, no task was judged
 
 if TYPE_CHECKING:
     from pytest_agentbench.repos.mirror import MirrorCache
@@ -54,10 +57,15 @@ def validate_tasks(args: argparse.Namespace) -> int:
             print(f"OK      {task.id}: spec valid")
         return 1 if loaded.problems else 0
     from pytest_agentbench.run.validation import validate_task
+    from pytest_agentbench.sandbox.image import ImageBuildError
 
     bad = len(loaded.problems)
     with tempfile.TemporaryDirectory(prefix="agentbench-validate-") as tmp:
-        shared, sandboxes, mirrors = _throwaway_run(Path(tmp))
+        try:
+            shared, sandboxes, mirrors = _throwaway_run(Path(tmp))
+        except ImageBuildError as exc:  # no engine, or no image: nothing can run (infrastructure)
+            print(f"agentbench validate-tasks --run: {exc}", file=sys.stderr)
+            return INFRA_ERROR
         for task in tasks:
             result = validate_task(task, shared, sandboxes, mirrors)
             bad += not result.ok

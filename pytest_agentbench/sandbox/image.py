@@ -51,6 +51,21 @@ class ImageBuildError(RuntimeError):
     pass
 
 
+class DaemonUnreachable(ImageBuildError):
+    """The docker CLI is missing or its daemon does not answer: nothing can be built or run, so
+    nothing is tried (no registry pull, no debootstrap). The message is one line."""
+
+
+def check_daemon(timeout: float = 30.0) -> None:
+    """DaemonUnreachable unless `docker info` answers within `timeout` seconds."""
+    try:
+        subprocess.run(["docker", "info"], capture_output=True, timeout=timeout, check=True)
+    except FileNotFoundError:
+        raise DaemonUnreachable(DOCKER_CLI_MISSING) from None
+    except (OSError, subprocess.SubprocessError):
+        raise DaemonUnreachable(DAEMON_UNREACHABLE) from None
+
+
 @dataclass
 class ImageInfo:
     name: str
@@ -151,15 +166,33 @@ def bootstrap_local_base(log: Log) -> str:
         )
         if proc.returncode != 0:
             raise ImageBuildError(f"debootstrap failed: {proc.stdout[-800:]}{proc.stderr[-800:]}")
-        tar = subprocess.Popen(["tar", "-C", root, "-c", "."], stdout=subprocess.PIPE)
-        imp = subprocess.run(
-            ["docker", "import", "-", LOCAL_BASE], stdin=tar.stdout, capture_output=True, text=True
-        )
-        tar.wait()
-        if imp.returncode != 0:
-            raise ImageBuildError(f"docker import failed: {imp.stderr.strip()}")
+        returncode, stderr = _import_tree(Path(root), LOCAL_BASE)
+        if returncode != 0:
+            raise ImageBuildError(f"docker import failed: {stderr.strip()[-800:]}")
     log(f"local base {LOCAL_BASE} ready in {time.monotonic() - start:.1f}s")
     return LOCAL_BASE
+
+
+def _import_tree(root: Path, name: str) -> tuple[int, str]:
+    """`tar -c root | docker import - name`: the import's status and stderr. Only the import
+    holds the pipe's read end (this process closes its copy), so an import that stops early
+    leaves tar a broken pipe instead of a full one it would wait on for ever (issue 22 item 2);
+    tar is killed either way before this returns."""
+    tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
+    assert tar.stdout is not None
+    try:
+        imp = subprocess.Popen(["docker", "import", "-", name], stdin=tar.stdout,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        tar.stdout.close()
+        _, stderr = imp.communicate()
+    finally:
+        tar.stdout.close()
+        try:
+            tar.wait(timeout=30)  # it ends at the end of the tree, or at the broken pipe
+        except subprocess.TimeoutExpired:
+            tar.kill()
+            tar.wait()
+    return imp.returncode, stderr
 
 
 class Log:
@@ -189,11 +222,13 @@ def ensure_image(
     force: bool = False,
     quiet: bool = False,
 ) -> ImageInfo:
-    """Return the runner image for the current context, building it only when needed."""
+    """Return the runner image for the current context, building it only when needed.
+    DaemonUnreachable first of all when there is no engine to build on or run with."""
     log = Log(quiet)
     context = context or default_context()
     if not (context / "Dockerfile").is_file():
         raise ImageBuildError(f"{context}/Dockerfile not found")
+    check_daemon()
     chash = context_hash(context)
     hash_tag = f"{IMAGE_REPO}:ctx-{chash}"
     start = time.monotonic()
@@ -274,13 +309,11 @@ def runner_image(sandbox: str, name: str | None) -> RunnerImage:
     if sandbox != "docker":
         return LOCAL_IMAGE
     try:
-        subprocess.run(["docker", "info"], capture_output=True, timeout=30, check=True)
-    except FileNotFoundError:
-        raise ImageUnavailable(DOCKER_CLI_MISSING) from None
-    except (OSError, subprocess.SubprocessError):
-        raise ImageUnavailable(
-            f"{DAEMON_UNREACHABLE}, or use --agentbench-sandbox local for unisolated test runs"
-        ) from None
+        check_daemon()
+    except DaemonUnreachable as exc:
+        hint = "" if str(exc) == DOCKER_CLI_MISSING else \
+            ", or use --agentbench-sandbox local for unisolated test runs"
+        raise ImageUnavailable(f"{exc}{hint}") from None
     try:
         if name:
             found = inspect_image(name)
