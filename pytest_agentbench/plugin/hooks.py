@@ -55,6 +55,7 @@ from pytest_agentbench.run.sigterm import (
     uninterrupted,
 )
 from pytest_agentbench.run.state import ResumeError, RunState, start_run
+from pytest_agentbench.run.verdict import INFRA_ERROR
 from pytest_agentbench.run.writer import AttemptLog
 from pytest_agentbench.sandbox.image import ImageUnavailable, RunnerImage, runner_image
 from pytest_agentbench.schemas.records import attempt_key
@@ -154,7 +155,12 @@ class AgentbenchPlugin:
                 self.engines = plan_engines(settings.engines, self.image, work_root("engines"),
                                             self._say)[0]
             self.state = start_run(settings, self.image.ref, redact_obj=self.redactor.redact_obj)
-        except (ImageUnavailable, ResumeError, OutDirError, WorkRootError) as exc:
+        except ImageUnavailable as exc:
+            if exc.usage:
+                raise pytest.UsageError(str(exc)) from None
+            # no engine or no image: the infrastructure's fault, not a bad option (issue 22 item 4)
+            pytest.exit(f"infrastructure error: {exc}", returncode=INFRA_ERROR)
+        except (ResumeError, OutDirError, WorkRootError) as exc:
             raise pytest.UsageError(str(exc)) from None
         self.log = AttemptLog(self.state, self.redactor.redact_record)
         if config.pluginmanager.hasplugin("xdist"):

@@ -275,7 +275,12 @@ def ensure_image(
 # -- the runner image of a run ----------------------------------------------------------------
 class ImageUnavailable(Exception):
     """No runner image for the run: the engine does not answer, the image named is missing, or
-    the build failed. The message is one line for the user."""
+    the build failed. The message is one line for the user. `usage` is True when the user
+    named what is not there (--agentbench-image): a bad option, not the infrastructure."""
+
+    def __init__(self, message: str, *, usage: bool = False) -> None:
+        super().__init__(message)
+        self.usage = usage
 
 
 @dataclass(frozen=True)
@@ -318,7 +323,7 @@ def runner_image(sandbox: str, name: str | None) -> RunnerImage:
         if name:
             found = inspect_image(name)
             if not found:
-                raise ImageUnavailable(f"--agentbench-image {name}: no such image")
+                raise ImageUnavailable(f"--agentbench-image {name}: no such image", usage=True)
             return RunnerImage(name, found["id"], found["digest"])
         info = ensure_image(name=DEFAULT_IMAGE)
     except ImageBuildError as exc:

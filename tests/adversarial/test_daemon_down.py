@@ -103,3 +103,18 @@ def test_failed_import_does_not_hang_on_tar(tmp_path: Path) -> None:
     assert "REFUSED docker import failed" in out, out
     assert "Traceback" not in out, out
     assert not list((tmp_path / "tmp").glob("agentbench-rootfs-*"))
+
+
+def test_run_with_the_daemon_down_is_an_infrastructure_error(tmp_path: Path) -> None:
+    """Issue 22 item 4: a run with a dead daemon exited 4, the README's "bad option", as if the
+    user had mistyped something. It is infrastructure (10): one line, no run directory."""
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--agentbench-suite",
+         "custom-dev", f"--agentbench-taskpacks={TASKPACKS}", f"--agentbench-out={out}"],
+        env=_env(tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == INFRA_ERROR, text
+    _one_line_about_the_daemon(text)
+    assert "INTERNALERROR" not in text, text
+    assert not out.exists() or not any(out.iterdir()), list(out.iterdir())
