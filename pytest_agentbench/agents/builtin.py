@@ -39,19 +39,21 @@ class OracleAgent:
     name = "oracle"
 
     def run(self, ctx: AgentContext) -> AgentOutcome:
+        # A reference solution that is missing, unreadable or does not apply is the task's
+        # problem, never an agent's failure (issue 22 item 3): TASK_INVALID, out of the pass rate.
         name = ctx.task.oracle.patch
         try:
             data = open_task_file(ctx.task_dir, name, MAX_TASK_ASSET_BYTES)
             patch = data.decode("utf-8")
         except FileNotFoundError:
             return AgentOutcome(
-                "error", Reason.AGENT_GAVE_UP, "NO_ORACLE_PATCH", f"no reference solution at {name}"
+                "error", Reason.TASK_INVALID, "NO_ORACLE_PATCH", f"no reference solution at {name}"
             )
         except (UnsafeFileError, OSError, UnicodeDecodeError) as exc:
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             return AgentOutcome(
                 "error",
-                Reason.AGENT_GAVE_UP,
+                Reason.TASK_INVALID,
                 "ORACLE_PATCH_REFUSED",
                 f"oracle.patch {name!r} refused: {detail}",
             )
@@ -59,9 +61,9 @@ class OracleAgent:
         if not result.ok:
             return AgentOutcome(
                 "patch_rejected",
-                Reason.TOOL_ERROR,
-                "PATCH_REJECTED",
-                f"oracle patch rejected: {result.error_message}",
+                Reason.TASK_INVALID,
+                "ORACLE_PATCH_REJECTED",
+                f"{name} does not apply at repo.commit: {result.error_message}",
                 steps=1,
             )
         return AgentOutcome("done", summary=f"applied {name}", steps=1)

@@ -53,9 +53,7 @@ def validate_tasks(args: argparse.Namespace) -> int:
         print(f"INVALID {problem}")
     tasks = [t for t in loaded.tasks if not args.only or args.only in t.id]
     if not args.run:
-        for task in tasks:
-            print(f"OK      {task.id}: spec valid")
-        return 1 if loaded.problems else 0
+        return _check_statically(tasks, len(loaded.problems))
     from pytest_agentbench.run.validation import validate_task
     from pytest_agentbench.sandbox.image import ImageBuildError
 
@@ -72,6 +70,24 @@ def validate_tasks(args: argparse.Namespace) -> int:
             print(f"{'OK     ' if result.ok else 'REJECT '} {task.id}: {result.detail}", flush=True)
     print(f"{len(tasks) + len(loaded.problems) - bad} accepted, {bad} rejected")
     return 1 if bad else 0
+
+
+def _check_statically(tasks: list[Any], problems: int) -> int:
+    """Each loaded task's reference solution, checked without a sandbox (run/oracle_check.py):
+    a task the oracle cannot solve is no valid task, whatever its spec says."""
+    from pytest_agentbench.repos.mirror import MirrorCache
+    from pytest_agentbench.run.oracle_check import oracle_problem
+    from pytest_agentbench.tasks.loader import display_path
+
+    mirrors = MirrorCache()
+    for task in tasks:
+        problem = oracle_problem(task, mirrors)
+        if problem:
+            problems += 1
+            print(f"INVALID {display_path(task.path)}: oracle.patch: {problem}")
+        else:
+            print(f"OK      {task.id}: spec valid, oracle.patch applies")
+    return 1 if problems else 0
 
 
 def _throwaway_run(root: Path) -> tuple[SharedAttemptConfig, SandboxFactory, MirrorCache]:

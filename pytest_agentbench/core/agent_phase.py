@@ -9,6 +9,7 @@ it, so every attempt of a task gives its agent the same time. The record says wh
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import time
@@ -27,7 +28,7 @@ from pytest_agentbench.core.protection import protect
 from pytest_agentbench.core.recording import RecordingToolbox
 from pytest_agentbench.paths.trees import copy_tree
 from pytest_agentbench.sandbox.port import Sandbox, SandboxError
-from pytest_agentbench.schemas.taxonomy import Reason
+from pytest_agentbench.schemas.taxonomy import TASK_BLAMED, Reason
 from pytest_agentbench.tools.toolbox import Toolbox, ToolEvent, ToolPolicy
 
 
@@ -94,9 +95,28 @@ def run_agent(at: Attempt, sandbox: Sandbox, agent: Agent) -> RecordingToolbox:
             model=model,
             usage=usage,
         )
+    at.found.outcome = _own_blame(agent, at.found.outcome)
     at.agent_overran = time.monotonic() > deadline
     at.found.agent = toolbox.stats(at.found.outcome)  # refined with the final diff in scoring
     return toolbox
+
+
+# The one agent whose failure may blame the task: the built-in reference agent, whose missing
+# or stale oracle.patch is the task's fault (agents/builtin.py; named, not imported: the
+# pipeline knows agents only through their port).
+_REFERENCE_AGENT = ("pytest_agentbench.agents.builtin", "OracleAgent")
+
+
+def _own_blame(agent: Agent, outcome: AgentOutcome) -> AgentOutcome:
+    """An agent's outcome may not put its failure on the task (fail closed): a task-blamed
+    reason from any agent but the reference one counts against that agent."""
+    if outcome.reason is None or outcome.reason not in TASK_BLAMED:
+        return outcome
+    if (type(agent).__module__, type(agent).__qualname__) == _REFERENCE_AGENT:
+        return outcome
+    return dataclasses.replace(
+        outcome, reason=Reason.AGENT_GAVE_UP, sub_reason="AGENT_BLAMED_TASK",
+        summary=f"the agent blamed the task ({outcome.reason}): {outcome.summary}")
 
 
 def _policy(at: Attempt, sandbox: Sandbox) -> ToolPolicy:

@@ -19,7 +19,7 @@ from pytest_agentbench.core.scoring import Evidence, verdict
 from pytest_agentbench.paths.host_files import HostFiles
 from pytest_agentbench.sandbox.port import ExecResult, Sandbox
 from pytest_agentbench.schemas.records import Result
-from pytest_agentbench.schemas.taxonomy import Reason
+from pytest_agentbench.schemas.taxonomy import TASK_BLAMED, Reason
 
 
 def score(at: Attempt, agent_sandbox: Sandbox, toolbox: RecordingToolbox) -> Result:
@@ -28,7 +28,8 @@ def score(at: Attempt, agent_sandbox: Sandbox, toolbox: RecordingToolbox) -> Res
     files it hid from git) can influence the verdict."""
     spec = at.spec
     outcome = at.found.outcome or AgentOutcome("error")
-    if outcome.reason in (Reason.LLM_ERROR, Reason.SANDBOX_ERROR):
+    if outcome.reason in (Reason.LLM_ERROR, Reason.SANDBOX_ERROR) or \
+            outcome.reason in TASK_BLAMED:  # the reference agent found the task broken
         raise Failure(outcome.reason, outcome.summary or str(outcome.reason), outcome.sub_reason)
     try:
         violation = toolbox.final_diff_violation()

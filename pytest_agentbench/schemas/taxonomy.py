@@ -14,7 +14,8 @@ Blame = Literal["agent", "task", "infra"]
 
 
 class Reason(StrEnum):
-    TASK_INVALID = "TASK_INVALID"  # task.yaml (or its directory) failed validation: never ran
+    TASK_INVALID = "TASK_INVALID"  # task.yaml (or its directory) failed validation: never ran;
+    # or, under the oracle, its reference solution is missing or does not apply
     SETUP_FAILED = "SETUP_FAILED"
     SETUP_DIRTY_WORKTREE = "SETUP_DIRTY_WORKTREE"
     BASELINE_NOT_FAILING = "BASELINE_NOT_FAILING"

@@ -9,6 +9,7 @@ tasks.discovery.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import os
@@ -254,7 +255,9 @@ def _layout_problems(path: Path, data: dict[Any, Any]) -> list[TaskProblem]:
     oracle = data.get("oracle", {})
     patch = oracle.get("patch", OracleSpec().patch) if isinstance(oracle, dict) else None
     if isinstance(patch, str) and len(patch) <= MAX_PATH and relative_path_problem(patch) is None:
-        patch_problem = _asset_problem(path.parent, patch)
+        named = isinstance(oracle, dict) and "patch" in oracle
+        patch_problem = _asset_problem(path.parent, patch) or (
+            _missing_named_file(path.parent, patch) if named else None)
         if patch_problem:
             problems.append(TaskProblem(path, "oracle.patch", patch_problem))
     validation = data.get("validation")
@@ -297,6 +300,20 @@ def _asset_problem(task_dir: Path, relative: str) -> str | None:
     except OSError as exc:
         return f"cannot read: {exc.strerror or exc}"
     return None
+
+
+def _missing_named_file(task_dir: Path, relative: str) -> str | None:
+    """A file task.yaml names explicitly must be there: a misspelled name would otherwise be
+    found out only by the oracle, as if the task had no reference solution (issue 22 item 3)."""
+    target = task_dir / relative
+    if target.exists() or target.is_symlink():
+        return None
+    siblings = sorted(p.name for p in target.parent.glob("*.patch")) if target.parent.is_dir() \
+        else []
+    close = difflib.get_close_matches(target.name, siblings, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else (
+        f" (the task directory has {', '.join(siblings[:5])})" if siblings else "")
+    return f"no such file in the task directory: {relative}{hint}"
 
 
 def _is_relative_path(url: str) -> bool:

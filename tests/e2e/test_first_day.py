@@ -6,9 +6,21 @@ commit before its fix.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
-from tests.support.tiny_pack import Pack, attempts, output, run_suite
+from tests.support.tiny_pack import (
+    ORACLE_PATCH,
+    SUITE,
+    Pack,
+    attempts,
+    by_task,
+    only_run_dir,
+    output,
+    run_suite,
+)
 
 
 @pytest.fixture
@@ -29,3 +41,83 @@ def test_named_run_in_parallel(pytester: pytest.Pytester, pack: Pack) -> None:
     result.assert_outcomes(passed=2)
     run_dir = pytester.path / "reports" / "runs" / "nightly-a"
     assert sorted(r["task_id"] for r in attempts(run_dir)) == ["good-a", "good-b"]
+
+
+BAD_PATCH = ORACLE_PATCH.replace("-bad", "-worse")  # names a line value.txt does not have
+
+
+@pytest.fixture
+def oracle_pack(pytester: pytest.Pytester) -> Pack:
+    """A good task, one without oracle.patch, one whose oracle.patch does not apply, and one
+    whose task.yaml misspells the patch's name."""
+    pack = Pack(pytester.path)
+    pack.task("good")
+    pack.task("no-patch", oracle=False)
+    (pack.task("stale-patch").parent / "oracle.patch").write_text(BAD_PATCH)
+    typo = pack.task("typo-path")
+    typo.write_text(typo.read_text() + "oracle:\n  patch: oracel.patch\n")
+    return pack
+
+
+def test_oracle_problems_are_the_tasks(pytester: pytest.Pytester, oracle_pack: Pack) -> None:
+    """Issue 22 item 3: under the oracle, a missing or non-applying reference solution counted
+    as the agent's failure (AGENT_GAVE_UP [NO_ORACLE_PATCH], TOOL_ERROR [PATCH_REJECTED]) in the
+    pass rate. It is the task's problem (pytest ERROR, not counted), and a misspelled
+    oracle.patch path is refused when the task loads, naming the file that is there."""
+    result = run_suite(pytester)
+    text = output(result)
+    result.assert_outcomes(passed=1, errors=3)
+    run_dir = only_run_dir(pytester)
+    records = by_task(attempts(run_dir))
+    assert records["good"]["result"]["passed"] is True
+    for task, sub in (("no-patch", "NO_ORACLE_PATCH"), ("stale-patch", "ORACLE_PATCH_REJECTED")):
+        assert records[task]["result"]["failure_reason"] == "TASK_INVALID", records[task]
+        assert records[task]["result"]["sub_reason"] == sub, records[task]
+    assert records["typo-path"]["result"]["failure_reason"] == "TASK_INVALID"
+    assert "oracle.patch" in text and "oracel.patch" in text and "did you mean" in text, text
+
+
+def test_validate_tasks_names_oracle_problems(pytester: pytest.Pytester,
+                                              oracle_pack: Pack) -> None:
+    """Issue 22 item 3: static validation said "spec valid" for all three broken oracles."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest_agentbench.cli.main", "validate-tasks", "--suite", SUITE,
+         "--taskpacks", str(oracle_pack.root)],
+        capture_output=True, text=True, timeout=120, cwd=pytester.path)
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+    invalid = {task: line for line in lines if line.startswith("INVALID")
+               for task in ("no-patch", "stale-patch", "typo-path") if f"/{task}/" in line}
+    assert sorted(invalid) == ["no-patch", "stale-patch", "typo-path"], proc.stdout
+    assert all("oracle.patch" in line for line in invalid.values()), proc.stdout
+    assert "does not apply" in invalid["stale-patch"], proc.stdout
+    assert any(line.startswith("OK") and "good" in line for line in lines), proc.stdout
+
+
+BLAMING_AGENT = '''
+from pytest_agentbench.agents.port import AgentOutcome
+from pytest_agentbench.schemas.taxonomy import Reason
+
+
+class BlamesTheTask:
+    name = "blames-the-task"
+
+    def run(self, ctx):
+        return AgentOutcome("error", Reason.TASK_INVALID, "NO_ORACLE_PATCH", "not my fault")
+
+
+def pytest_agentbench_agents():
+    return {"blames-the-task": BlamesTheTask}
+'''
+
+
+def test_only_the_oracle_may_blame_the_task(pytester: pytest.Pytester, pack: Pack) -> None:
+    """Issue 22 item 3, failing closed: once the oracle's outcome can blame the task, another
+    agent must not use the same door to take its failures out of the pass rate."""
+    pytester.makeconftest(BLAMING_AGENT)
+    result = run_suite(pytester, "--agentbench-variant", "blames-the-task")
+    result.assert_outcomes(failed=2)
+    for record in attempts(only_run_dir(pytester)):
+        assert record["result"]["failure_reason"] == "AGENT_GAVE_UP", record["result"]
+        assert record["result"]["sub_reason"] == "AGENT_BLAMED_TASK", record["result"]
