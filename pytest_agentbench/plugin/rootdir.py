@@ -41,13 +41,13 @@ def check_space_form(config: pytest.Config) -> None:
                 spaced.append((flag, value))
     if not spaced:
         return
-    flag, value = spaced[0]
     expected = _setup_without(config, [value for _, value in spaced])
     if expected is None:  # this pytest's search cannot be asked: the narrower check
-        if any(Path(v).resolve() == config.rootpath.resolve() for _, v in spaced):
+        taken = [(f, v) for f, v in spaced if Path(v).resolve() == config.rootpath.resolve()]
+        if taken:
             raise RootdirTaken(
-                f"{flag} {value}: pytest took {value} as its rootdir; write {flag}={value}, "
-                "with '='"
+                f"{_shown(taken, ' ')}: pytest took {taken[0][1]} as its rootdir; write "
+                f"{_shown(taken, '=')}, with '='"
             )
         return
     if expected == (config.rootpath, config.inipath):
@@ -56,10 +56,20 @@ def check_space_form(config: pytest.Config) -> None:
         what = f"took {config.rootpath} as its rootdir (instead of {expected[0]})"
     else:
         what = f"did not read the project's ini file ({expected[1]})"
+    # every value the search could have read as a path (pytest skips those that do not exist),
+    # so that one correction is enough (issue 22 item 7); all of them if none exists now
+    paths = [(f, v) for f, v in spaced if (config.invocation_params.dir / v).exists()]
+    offending = paths or spaced
+    it = "it as a test path" if len(offending) == 1 else "them as test paths"
     raise RootdirTaken(
-        f"{flag} {value}: pytest read {value} as a test path and {what}; write {flag}={value}, "
-        "with '='"
+        f"{_shown(offending, ' ')}: pytest read {it} and {what}; write "
+        f"{_shown(offending, '=')}, with '='"
     )
+
+
+def _shown(options: list[tuple[str, str]], sep: str) -> str:
+    """`--a X, --b Y` (as given) or `--a=X --b=Y` (as to write)."""
+    return (", " if sep == " " else " ").join(f"{flag}{sep}{value}" for flag, value in options)
 
 
 def _scanned_args(config: pytest.Config) -> list[str]:

@@ -19,6 +19,7 @@ from tests.support.tiny_pack import (
     by_task,
     only_run_dir,
     output,
+    run,
     run_suite,
 )
 
@@ -121,3 +122,26 @@ def test_only_the_oracle_may_blame_the_task(pytester: pytest.Pytester, pack: Pac
     for record in attempts(only_run_dir(pytester)):
         assert record["result"]["failure_reason"] == "AGENT_GAVE_UP", record["result"]
         assert record["result"]["sub_reason"] == "AGENT_BLAMED_TASK", record["result"]
+
+
+def test_the_space_form_guard_names_every_offending_option(
+    pytester: pytest.Pytester, pack: Pack, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Issue 22 item 7: with several options in the space form, the guard named the first in
+    name order (the suite, which is no path and moved nothing); fixing that led to a second
+    error about the variant. Now one line names every option whose value moved the rootdir,
+    and only those."""
+    pytester.makeini("[pytest]\n")
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    variant = elsewhere / "v.yaml"
+    variant.write_text("name: v\nagent: oracle\n")
+    out = tmp_path_factory.mktemp("out-elsewhere")
+    result = run(pytester, "--agentbench-suite", SUITE, "--agentbench-variant", str(variant),
+                 "--agentbench-out", str(out))
+    text = output(result)
+    assert result.ret == 4, text
+    errors = [line for line in text.splitlines() if line.startswith("ERROR:")]
+    assert len(errors) == 1, text
+    assert f"--agentbench-variant={variant}" in errors[0], errors[0]
+    assert f"--agentbench-out={out}" in errors[0], errors[0]
+    assert "--agentbench-suite" not in errors[0], errors[0]
