@@ -53,15 +53,14 @@ export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_ATTR_NOSYSTEM=1 \
   GIT_TERMINAL_PROMPT=0 GIT_OBJECT_DIRECTORY="$PWD/.git/objects"
 g() { git PINS "$@"; }
 """.replace("PINS", " ".join("-c " + shlex.quote(f"{k}={v}") for k, v in _PINS.items()))
-# What the harness git dir is now: names, types, sizes, modes, inodes and mtimes of everything in
-# it, and the contents of the files git reads. Anything the agent does to it changes this.
+# What the harness git dir is now: names, types, sizes, modes, inodes, mtimes and ctimes of
+# everything in it (its object store included; hashed, so the line stays short however many
+# objects there are), and the contents of the files git reads. Anything the agent does to it
+# changes this: no tool sets a ctime back.
 FP = r"""export GIT_OBJECT_DIRECTORY="$GD/objects"
-fp() { local h
-  [ -d "$GD" ] && [ ! -L "$GD" ] || return 1
-  h=$({ find "$GD" -printf '%P %y %s %m %i %T@ %C@\n' &&
-    sha256sum "$GD/HEAD" "$GD/config" "$GD/index" "$GD/ref" "$GD/tracked-ignored" "$GD/binary" \
-      "$GD/info/exclude" "$GD/info/attributes"; } | sha256sum) || return 1
-  printf '%s\n' "${h%% *}"; }
+fp() { [ -d "$GD" ] && [ ! -L "$GD" ] && find "$GD" -printf '%P %y %s %m %i %T@ %C@\n' |
+  sha256sum - "$GD/HEAD" "$GD/config" "$GD/index" "$GD/ref" "$GD/tracked-ignored" "$GD/binary" \
+    "$GD/info/exclude" "$GD/info/attributes"; }
 """
 CHECK = '[ -n "$EXPECT" ] && [ "$(fp)" = "$EXPECT" ] || exit 86\n'
 # A fresh git dir whose index holds the base tree (the first time, HEAD's) without stat data, so
@@ -188,8 +187,7 @@ if [ -n "$OLD" ] && [ "$OLD" != "$tree" ]; then
 """ + _DIFF_BODY + r"""  ) || { rm -f "$GD/patch"; exit 1; }
 else echo; echo; fi
 if [ "$OLD" != "$tree" ] && [ -d .git/objects ] && [ ! -L .git ] && [ ! -L .git/objects ]; then
-  ( cd "$GD/objects" && find . -path ./pack -prune -o -type f -newermt "@$(( ${st%[.,]*} - 1 ))" \
-      -print0 | xargs -0 -r cp -n --parents -t "$OLDPWD/.git/objects" ) 2>/dev/null || :
+  o=("$GD"/objects/??); if [ -e "${o[0]}" ]; then cp -Rn "${o[@]}" .git/objects/ 2>/dev/null; fi
 fi
 echo "END $st$slow" && fp
 """
