@@ -6,9 +6,12 @@ inert session does not pay for importing the harness.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import pytest_agentbench.plugin.hookspecs as hookspecs
+from pytest_agentbench.paths.output_root import is_output_root
 from pytest_agentbench.plugin.options import add_options
 
 
@@ -28,6 +31,12 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
         from pytest_agentbench.run.sigterm import sigint_as_interrupt
 
         sigint_as_interrupt()
+
+
+def pytest_ignore_collect(collection_path: Path) -> bool | None:
+    """An agentbench output root is never collected (paths/output_root.py): kept workspaces
+    hold copies of the project's own tests (issue 22 item 5)."""
+    return True if is_output_root(collection_path) else None
 
 
 def pytest_configure(config: pytest.Config) -> None:

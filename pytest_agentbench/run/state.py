@@ -22,6 +22,7 @@ from typing import Any
 
 from pytest_agentbench import __version__
 from pytest_agentbench.core.rundir import read_jsonl, repair_jsonl, write_json
+from pytest_agentbench.paths.output_root import mark_output_root, unmark_if_empty
 from pytest_agentbench.run.settings import OutDirError, RunSettings
 from pytest_agentbench.schemas.records import attempt_key
 from pytest_agentbench.version import harness_version
@@ -109,6 +110,7 @@ def start_run(
                 "sessions": [token],
             },
         )
+        mark_output_root(settings.out)  # git and a plain pytest leave it alone (issue 22 item 5)
         return RunState(run_id, str(run_dir), chash, token)
     resume = settings.resume
     meta_path = resume / "run.json"
@@ -180,4 +182,5 @@ def discard_empty_run(state: RunState) -> bool:
     if names - EMPTY_RUN_FILES or (events.is_file() and events.stat().st_size):
         return False
     shutil.rmtree(state.path, ignore_errors=True)
+    unmark_if_empty(state.path.parent)
     return not state.path.exists()

@@ -104,6 +104,7 @@ def test_a_good_out_dir_still_works(pytester: pytest.Pytester, suite: Path) -> N
     assert result.ret in (0, 1), result.stdout.str()
     runs = pytester.path / "new" / "runs"
     index = {"index.html", ".index_cache.json", ".index.lock"}  # the runs index (html_index)
+    index |= {".gitignore", ".agentbench-output-root"}  # its marks (issue 22 item 5)
     made = [p for p in runs.iterdir() if p.name != "latest" and p.name not in index]
     assert len(made) == 1 and (runs / "latest").resolve() == made[0].resolve()
     assert {p.name for p in runs.iterdir()} - {"latest", made[0].name} == index

@@ -17,6 +17,7 @@ from tests.support.tiny_pack import (
     Pack,
     attempts,
     by_task,
+    git,
     only_run_dir,
     output,
     run,
@@ -145,3 +146,37 @@ def test_the_space_form_guard_names_every_offending_option(
     assert f"--agentbench-variant={variant}" in errors[0], errors[0]
     assert f"--agentbench-out={out}" in errors[0], errors[0]
     assert "--agentbench-suite" not in errors[0], errors[0]
+
+
+OWN_TEST = "def test_value():\n    assert open('value.txt').read().strip() in ('bad', 'good')\n"
+
+
+def test_kept_workspaces_stay_out_of_the_project_s_own_tests(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Issue 22 item 5: with --agentbench-keep-workspace under the default output root, a plain
+    `pytest` in the project collected the kept copies' tests (reports/runs/<run>/tasks/<id>/
+    repo/tests/...) beside its own: "import file mismatch", a red suite. Nothing ignored or
+    git-ignored the output root. A real project (its own git repository and tests) is the
+    task's repository, as on a user's first day."""
+    project = pytester.path
+    (project / "tests").mkdir()
+    (project / "tests" / "test_core.py").write_text(OWN_TEST)
+    (project / "value.txt").write_text("bad\n")
+    git(project, "init", "-q")
+    git(project, "add", "tests", "value.txt")
+    git(project, "commit", "-q", "-m", "the project")
+    upstream = tmp_path_factory.mktemp("upstream")
+    git(upstream, "clone", "-q", "--bare", str(project), "proj.git")
+    pack = Pack(project)
+    task = pack.task("own-repo")
+    task.write_text(task.read_text().replace("../../_repos/tiny", f"file://{upstream}/proj.git")
+                    .replace(pack.commit, git(project, "rev-parse", "HEAD")))
+    run_suite(pytester, "--agentbench-keep-workspace").assert_outcomes(passed=1)
+    kept = only_run_dir(pytester) / "tasks" / "own-repo" / "repo" / "tests" / "test_core.py"
+    assert kept.is_file()
+    plain = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    assert plain.ret == 0, output(plain)
+    plain.assert_outcomes(passed=1)
+    status = git(project, "status", "--porcelain", "--untracked-files=all")
+    assert "reports/" not in status, status
