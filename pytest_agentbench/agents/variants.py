@@ -40,6 +40,7 @@ from pytest_agentbench.tasks.taskpack_files import (
 from pytest_agentbench.text.redaction import Redactor
 
 ENTRY_POINT_GROUP = "pytest_agentbench.agents"
+PREDICTIONS_PREFIX = "predictions:"
 VARIANT_KEYS = {"name", "agent", "params", "model", "budgets", "description"}
 BUILTIN_VARIANT_DIR = Path(__file__).parent / "variant_files"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+@-]{0,99}$")
@@ -74,10 +75,13 @@ class Variant:
 
 
 def load_variant(value: str) -> Variant:
-    """A built-in agent name, a bundled variant (variant_files/<name>.yaml), or a YAML path.
+    """A built-in agent name, a bundled variant (variant_files/<name>.yaml), a YAML path, or
+    `predictions:FILE` (a predictions file's patches, issue 23 item 5).
 
     Every problem with a variant file is one VariantError line that starts with the file.
     """
+    if value.startswith(PREDICTIONS_PREFIX):
+        return predictions_variant(Path(value[len(PREDICTIONS_PREFIX):]))
     path = Path(value)
     if not path.suffix and (BUILTIN_VARIANT_DIR / f"{value}.yaml").is_file():
         path = BUILTIN_VARIANT_DIR / f"{value}.yaml"
@@ -88,15 +92,39 @@ def load_variant(value: str) -> Variant:
         message = f"expected a mapping at the top level, got {show(data)}"
         raise VariantError(f"variant file {value}: {message}")
     _check_variant(value, data)
+    params = data.get("params") or {}
+    if data["agent"] == "predictions" and isinstance(params.get("predictions"), str):
+        # a predictions file named by a variant file is relative to that file
+        params = {**params, "predictions": str((path.parent / params["predictions"]).resolve())}
     return Variant(
         name=str(data.get("name") or path.stem),
         agent=data["agent"],
-        params=data.get("params") or {},
+        params=params,
         model=data.get("model") or {},
         budgets=data.get("budgets") or {},
         source=str(path),
         description=" ".join(str(data.get("description") or "").split()),
     )
+
+
+def predictions_variant(path: Path) -> Variant:
+    """The variant that scores a predictions file's patches; the file is read and checked now
+    (VariantError, one line) and its sha256 hashed into the variant's config."""
+    from pytest_agentbench.agents.predictions import (
+        PredictionsError,
+        file_sha256,
+        load_predictions,
+    )
+
+    path = path.expanduser().resolve()
+    try:
+        load_predictions(path)
+        digest = file_sha256(path)
+    except (PredictionsError, OSError) as exc:
+        raise VariantError(str(exc)) from None
+    return Variant(name="predictions", agent="predictions",
+                   params={"predictions": str(path), "sha256": digest}, source=str(path),
+                   description=f"the patches of {path.name}")
 
 
 def _read_variant_file(value: str, path: Path) -> Any:
@@ -205,6 +233,12 @@ def agent_builder(
         except ModelConfigError as exc:
             raise VariantError(f"variant {variant.name}: {exc}") from None
         return partial(factory, config, redactor=redactor)
+    check_params = getattr(factory, "check_params", None)
+    if check_params is not None:  # the predictions agent reads its file now, not per attempt
+        try:
+            check_params(variant.params)
+        except ValueError as exc:
+            raise VariantError(f"variant {variant.name}: {exc}") from None
     params = {**variant.params, **_run_dependencies(factory, llm_cli, redactor)}
     if _takes(factory, params):
         return partial(factory, **params)
@@ -248,11 +282,13 @@ def _agent_factories(
     llm_v0 (it pulls in httpx) is imported here, when agents are made, not with the variants."""
     from pytest_agentbench.agents.context_packer import ContextPackerAgent
     from pytest_agentbench.agents.llm_v0 import LLMAgent
+    from pytest_agentbench.agents.predictions import PredictionsAgent
     from pytest_agentbench.agents.subagents.agent import SubagentsAgent
 
     found: dict[str, AgentFactory] = {**BUILTIN_AGENTS, "llm_v0": LLMAgent,
                                       "context_packer": ContextPackerAgent,
-                                      "subagents": SubagentsAgent}
+                                      "subagents": SubagentsAgent,
+                                      "predictions": PredictionsAgent}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         found.setdefault(ep.name, ep.load())
     for result in extra_factories or ():
@@ -291,6 +327,8 @@ AGENT_DESCRIPTIONS = {
     "context_packer": "llm_v0 with the failure's code (tracebacks, tests, imports) packed "
                       "under a token budget into the first message",
     "subagents": "a router delegating to specialist model calls (searcher, patcher, tester)",
+    "predictions": "applies each task's patch from a predictions file (SWE-bench's JSONL); "
+                   "predictions:FILE or --agentbench-predictions FILE",
 }
 
 

@@ -30,7 +30,14 @@ def add_options(parser: pytest.Parser) -> None:
     add(
         "--agentbench-variant",
         metavar="NAME|YAML",
-        help="agent variant: oracle, nop, scripted, llm_v0, or a variant YAML (default: oracle)",
+        help="agent variant: oracle, nop, scripted, llm_v0, predictions:FILE, or a variant YAML "
+        "(default: oracle)",
+    )
+    add(
+        "--agentbench-predictions",
+        metavar="FILE",
+        help="score precomputed patches, one per task (JSONL or JSON with SWE-bench's fields "
+        "instance_id, model_patch, model_name_or_path): the agent `predictions` with FILE",
     )
     add("--agentbench-attempts", type=int, metavar="K", help="attempts per task (pass@k)")
     add(

@@ -20,7 +20,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from pytest_agentbench.agents.variants import Variant, load_variant
+from pytest_agentbench.agents.variants import (
+    PREDICTIONS_PREFIX,
+    Variant,
+    load_variant,
+    predictions_variant,
+)
 from pytest_agentbench.run.envcaches import parse_size
 from pytest_agentbench.run.hostenv import resolve_ca_bundle
 
@@ -118,7 +123,7 @@ def build_settings(
     if resume and not suites:
         suites = _suites_of_run(resume)
     taskpacks = paths.pick(option("taskpacks"), ini("taskpacks"), "taskpacks")
-    variant = load_variant(option("variant") or ini("variant") or "oracle")
+    variant = _variant(option, ini, paths)
     attempts = _attempts(option("attempts"), ini("attempts"))
     out = paths.pick(option("out"), ini("out"), "reports/runs")
     out_label = "--agentbench-out" if option("out") else (
@@ -157,6 +162,22 @@ def build_settings(
         retry_infra=_retry_infra(option("retry_infra"), ini("retry_infra")),
         regrade=_count(option("regrade"), ini("regrade"), "regrade", "regrades", MAX_REGRADES),
     )
+
+
+def _variant(option: Lookup, ini: Lookup, paths: _Anchors) -> Variant:
+    """The variant: --agentbench-predictions FILE, or `predictions:FILE` (FILE relative like
+    any path option), or a name or variant YAML (issue 23 item 5)."""
+    given, predictions = option("variant"), option("predictions")
+    if predictions:
+        if given and not str(given).startswith(PREDICTIONS_PREFIX):
+            raise ValueError(f"--agentbench-predictions={predictions} and --agentbench-variant="
+                             f"{given}: give one (the predictions file is the agent)")
+        return predictions_variant(paths.given(predictions))
+    value = str(given or ini("variant") or "oracle")
+    if value.startswith(PREDICTIONS_PREFIX):
+        file = value[len(PREDICTIONS_PREFIX):]
+        return predictions_variant(paths.given(file) if given else paths.pick(None, file, file))
+    return load_variant(value)
 
 
 def _engines(given: Any, from_ini: Any) -> tuple[str, ...]:
