@@ -32,6 +32,7 @@ from pytest_agentbench.plugin.items import (
     label_marks,
 )
 from pytest_agentbench.plugin.options import ini_value
+from pytest_agentbench.plugin.resume import resume_command, with_recorded
 from pytest_agentbench.plugin.rootdir import check_space_form
 from pytest_agentbench.plugin.workers import (
     crash_summary,
@@ -106,8 +107,10 @@ class AgentbenchPlugin:
         an out dir that cannot be, or nothing to run."""
         try:
             check_space_form(config)
+            resume = config.getoption("agentbench_resume")
             settings = build_settings(
-                lambda name: config.getoption(f"agentbench_{name}"),
+                with_recorded(lambda name: config.getoption(f"agentbench_{name}"),
+                              config.invocation_params.dir / resume if resume else None),
                 lambda name: ini_value(config, name),
                 suites=suites,
                 rootpath=config.rootpath,
@@ -379,9 +382,18 @@ class AgentbenchPlugin:
             session, self.log, self.state, self.settings, self.selection, bool(self.finish_errors)
         )
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int) -> None:
         if self.log is None or self.state is None:
             return
+        self._summary(terminalreporter)
+        if exitstatus == pytest.ExitCode.INTERRUPTED and self.state.path.is_dir():
+            # the exact command that continues the run (issue 22 item 6)
+            args = [str(a) for a in self.config.invocation_params.args]
+            terminalreporter.write_line(
+                f"to resume: {resume_command(args, self.state.path)}", bold=True)
+
+    def _summary(self, terminalreporter: Any) -> None:
+        assert self.log is not None and self.state is not None
         log, state = self.log, self.state
         counts = ", ".join(f"{n} {k}" for k, n in sorted(log.outcomes.items())) or "none"
         terminalreporter.write_sep("-", "agentbench")

@@ -6,11 +6,16 @@ commit before its fix.
 
 from __future__ import annotations
 
+import os
+import shlex
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
+from tests.support.plugin_runs import run_env
 from tests.support.tiny_pack import (
     ORACLE_PATCH,
     SUITE,
@@ -21,6 +26,7 @@ from tests.support.tiny_pack import (
     only_run_dir,
     output,
     run,
+    run_dirs,
     run_suite,
 )
 
@@ -180,3 +186,66 @@ def test_kept_workspaces_stay_out_of_the_project_s_own_tests(
     plain.assert_outcomes(passed=1)
     status = git(project, "status", "--porcelain", "--untracked-files=all")
     assert "reports/" not in status, status
+
+
+def test_resume_takes_the_run_s_own_options(pytester: pytest.Pytester, pack: Pack) -> None:
+    """Issue 22 item 6: a resume had to repeat --agentbench-attempts (and the variant), else
+    "the configuration differs": the run directory already says what the run is."""
+    first = run_suite(pytester, "-k", "good-a", "--agentbench-attempts", "2",
+                      "--agentbench-variant", "nop")
+    first.assert_outcomes(failed=2)
+    run_dir = only_run_dir(pytester)
+    again = run(pytester, "--agentbench-resume", str(run_dir))
+    text = output(again)
+    assert "configuration differs" not in text, text
+    again.assert_outcomes(failed=2)  # good-b's two attempts; good-a's are recorded
+    records = attempts(run_dir)
+    assert sorted((r["task_id"], r["attempt_index"]) for r in records) == [
+        ("good-a", 0), ("good-a", 1), ("good-b", 0), ("good-b", 1)], records
+    assert {r["variant"] for r in records} == {"nop"}
+
+
+def test_replay_takes_a_run_name_or_latest(pytester: pytest.Pytester, pack: Pack) -> None:
+    """Issue 22 item 6: `agentbench replay --run` took only a directory path, unlike the report
+    commands, which take a run name or `latest`."""
+    run_suite(pytester, "-k", "good-a", "--agentbench-run-name=first").assert_outcomes(passed=1)
+    for name in ("latest", "first"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest_agentbench.cli.main", "replay", "--run", name,
+             "--task", "good-a", "--sandbox", "local", "--taskpacks", str(pack.root)],
+            capture_output=True, text=True, timeout=300, cwd=pytester.path)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_ctrl_c_prints_the_exact_resume_command(pytester: pytest.Pytester, pack: Pack) -> None:
+    """Issue 22 item 6: Ctrl-C printed no resume command. It now prints one that, run as
+    printed, finishes the run (the run's own options come from its run.json)."""
+    flag = pytester.path / "no-more-sleep"
+    slow = pack.task("z-slow", failing=f"test -e {flag} || sleep 60; grep -qx good value.txt")
+    assert slow.is_file()
+    env = run_env(pytester.path / "home")
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--agentbench-suite", SUITE,
+           "--agentbench-sandbox", "local", "--agentbench-attempts", "1"]
+    proc = subprocess.Popen(cmd, cwd=pytester.path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        dirs = run_dirs(pytester)
+        if dirs and (dirs[0] / "attempts.jsonl").is_file() and len(attempts(dirs[0])) == 2:
+            break
+        time.sleep(0.2)
+    time.sleep(1)  # z-slow's baseline is sleeping
+    os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 2, out
+    lines = [line for line in out.splitlines() if line.startswith("to resume: ")]
+    assert len(lines) == 1, out
+    run_dir = only_run_dir(pytester)
+    printed = shlex.split(lines[0].removeprefix("to resume: "))
+    assert printed[0] == "pytest" and f"--agentbench-resume={run_dir}" in printed, printed
+    assert "--agentbench-suite" not in printed, printed
+    flag.write_text("")
+    again = subprocess.run([sys.executable, "-m", *printed], cwd=pytester.path, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert sorted(r["task_id"] for r in attempts(run_dir)) == ["good-a", "good-b", "z-slow"]
