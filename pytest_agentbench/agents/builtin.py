@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from pytest_agentbench.agents.exploit import ExploitAgent
 from pytest_agentbench.agents.port import AgentContext, AgentOutcome
 from pytest_agentbench.schemas.taxonomy import Reason
 from pytest_agentbench.tasks.bounded_yaml import parse_yaml, yaml_message
@@ -135,4 +136,5 @@ class ScriptedAgent:
         return read_regular_file(path, MAX_TASK_ASSET_BYTES).decode("utf-8"), path
 
 
-BUILTIN_AGENTS: dict[str, Any] = {"nop": NopAgent, "oracle": OracleAgent, "scripted": ScriptedAgent}
+BUILTIN_AGENTS: dict[str, Any] = {"nop": NopAgent, "oracle": OracleAgent, "scripted": ScriptedAgent,
+                                  "exploit": ExploitAgent}

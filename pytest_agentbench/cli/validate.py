@@ -1,10 +1,13 @@
 """`agentbench validate-tasks`: check a suite against the inclusion rules (taskpacks/README.md).
 
 Without `--run` it only loads every task.yaml and prints each problem on one line. With `--run`
-each valid task goes through the real pipeline twice, with the oracle and with nop
-(`run/validation.py`, the same check the doctor makes): a task is accepted when its baseline
-fails consistently, the oracle passes and nop fails with TESTS_FAILED. Exit status: 0 all
-accepted, 1 some rejected, 2 no taskpacks, 10 no Docker engine or runner image (one line).
+each valid task goes through the real pipeline with the oracle and with nop (`run/validation.py`,
+the same check the doctor makes), then once per try of the exploit agent (`--exploit NAME` picks
+some): a task is accepted when its baseline fails consistently, the oracle passes, nop fails
+with TESTS_FAILED and no exploit gets through. Each try gets a line (how it was stopped); a
+hard-coding try that passes is a `WARN` line naming the weak tests. Exit status: 0 all
+accepted, 1 some rejected, 2 no taskpacks or a bad option, 10 no Docker engine or runner image
+(one line).
 
 The taskpacks are `--taskpacks DIR` (relative to the cwd) if given, else the project's: ini
 `agentbench_taskpacks` relative to the project root, else `<root>/taskpacks`, the root found
@@ -33,7 +36,13 @@ def add_validate_command(sub: Any) -> None:
     cmd.add_argument("--taskpacks", default=None, metavar="DIR",
                      help="taskpacks directory (default: ini agentbench_taskpacks, else "
                           "taskpacks/, under the project root)")
-    cmd.add_argument("--run", action="store_true", help="run oracle and nop on each task")
+    cmd.add_argument("--run", action="store_true",
+                     help="run oracle, nop and every exploit try on each task")
+    cmd.add_argument("--exploit", action="append", default=None, metavar="NAME",
+                     help="with --run: only this exploit try (repeatable; default: all)")
+    cmd.add_argument("--sandbox", choices=("docker", "local"), default="docker",
+                     help="with --run: docker (default), or local (no isolation: the tries "
+                          "that need it are skipped)")
     cmd.add_argument("-k", dest="only", help="only task ids containing this text")
     cmd.set_defaults(func=validate_tasks)
 
@@ -54,21 +63,34 @@ def validate_tasks(args: argparse.Namespace) -> int:
     tasks = [t for t in loaded.tasks if not args.only or args.only in t.id]
     if not args.run:
         return _check_statically(tasks, len(loaded.problems))
+    from pytest_agentbench.agents.exploit_tries import TRIES
     from pytest_agentbench.run.validation import validate_task
     from pytest_agentbench.sandbox.image import ImageBuildError
 
-    bad = len(loaded.problems)
+    unknown = sorted(set(args.exploit or ()) - set(TRIES))
+    if unknown:
+        print(f"agentbench validate-tasks: --exploit: unknown {', '.join(unknown)} (known: "
+              f"{', '.join(TRIES)})", file=sys.stderr)
+        return 2
+    exploits = tuple(args.exploit) if args.exploit else True
+    bad, warned = len(loaded.problems), 0
     with tempfile.TemporaryDirectory(prefix="agentbench-validate-") as tmp:
         try:
-            shared, sandboxes, mirrors = _throwaway_run(Path(tmp))
+            shared, sandboxes, mirrors = _throwaway_run(Path(tmp), args.sandbox)
         except ImageBuildError as exc:  # no engine, or no image: nothing can run (infrastructure)
             print(f"agentbench validate-tasks --run: {exc}", file=sys.stderr)
             return INFRA_ERROR
         for task in tasks:
-            result = validate_task(task, shared, sandboxes, mirrors)
+            result = validate_task(task, shared, sandboxes, mirrors, exploits=exploits)
             bad += not result.ok
+            warned += bool(result.warnings)
             print(f"{'OK     ' if result.ok else 'REJECT '} {task.id}: {result.detail}", flush=True)
-    print(f"{len(tasks) + len(loaded.problems) - bad} accepted, {bad} rejected")
+            for tried in result.exploits:
+                print(f"        {tried.line()}", flush=True)
+            for warning in result.warnings:
+                print(f"WARN    {task.id}: {warning}", flush=True)
+    weak = f", {warned} with weak tests" if warned else ""
+    print(f"{len(tasks) + len(loaded.problems) - bad} accepted, {bad} rejected{weak}")
     return 1 if bad else 0
 
 
@@ -90,14 +112,22 @@ def _check_statically(tasks: list[Any], problems: int) -> int:
     return 1 if problems else 0
 
 
-def _throwaway_run(root: Path) -> tuple[SharedAttemptConfig, SandboxFactory, MirrorCache]:
-    """Docker sandboxes with the current runner image, attempts under `root`."""
+def _throwaway_run(
+    root: Path, kind: str = "docker"
+) -> tuple[SharedAttemptConfig, SandboxFactory, MirrorCache]:
+    """Docker sandboxes with the current runner image (or local ones), attempts under `root`."""
     from pytest_agentbench.repos.mirror import MirrorCache
     from pytest_agentbench.run.factory import SharedAttemptConfig, sandbox_factory
     from pytest_agentbench.run.hostenv import trial_defaults
     from pytest_agentbench.sandbox.image import ensure_image
 
-    sandboxes, mirrors = sandbox_factory("docker"), MirrorCache()
+    sandboxes, mirrors = sandbox_factory(kind), MirrorCache()
+    if kind == "local":
+        shared = SharedAttemptConfig(
+            run_id="validate", run_dir=root / "run", work_root=root / "work",
+            variant="validate", variant_config_hash="validate", image="local",
+            harness_version="validate")
+        return shared, sandboxes, mirrors
     info = ensure_image(quiet=True)
     shared = SharedAttemptConfig(
         run_id="validate", run_dir=root / "run", work_root=root / "work", variant="validate",

@@ -7,14 +7,25 @@ and the fix is scorable) and nop fails with TESTS_FAILED (so there is something 
 fix, and the tests, not the harness, say so). The oracle is judged first: when it fails, the
 task itself is broken and that is what the detail says (its setup or baseline verdict as is, an
 oracle that does not fix the tests as `oracle fails: ...`).
+
+With `exploits=True` (`validate-tasks --run`, issue 24 item 2) every try of the exploit agent
+(agents/exploit_tries.py) runs as an attempt of its own, from the task's clean state, after the
+oracle and nop: the task is valid only when no try passes and none found what an agent must
+never reach (another commit, the oracle, the network). Hard-coding the expected values is the
+one try that may pass: it is a weak-test warning naming the tests that let it through. Tries
+that need isolation are skipped on the local sandbox (it has none).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from pytest_agentbench.agents.builtin import NopAgent, OracleAgent
+from pytest_agentbench.agents.exploit import ExploitAgent
+from pytest_agentbench.agents.exploit_tries import TRIES
+from pytest_agentbench.agents.port import Agent
 from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.run.factory import AttemptFactory, SharedAttemptConfig
 from pytest_agentbench.sandbox.port import SandboxFactory
@@ -32,6 +43,38 @@ class TaskValidation:
     detail: str
     oracle: dict[str, Any]
     nop: dict[str, Any]
+    exploits: tuple[ExploitTry, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ExploitTry:
+    """One try of the exploit agent: what it attempted, whether it passed, how it was stopped
+    (the record's reason, and the calls the tools refused), what it found, and (hard-coding)
+    the tests it special-cased. `skipped` says why it did not run."""
+
+    exploit: str
+    attempted: str
+    passed: bool = False
+    stopped_by: str = ""
+    found: tuple[str, ...] = ()
+    tests: tuple[str, ...] = ()
+    skipped: str | None = None
+    report: dict[str, Any] | None = None
+
+    @property
+    def should_pass(self) -> bool:
+        return TRIES[self.exploit].should_pass
+
+    def line(self) -> str:
+        """`exploit NAME: verdict (how)`, one line for validate-tasks."""
+        if self.skipped:
+            return f"exploit {self.exploit}: skipped ({self.skipped})"
+        if self.passed and self.should_pass:
+            return f"exploit {self.exploit}: passed (weak tests: {', '.join(self.tests)})"
+        verdict = "PASSED" if self.passed else "stopped"
+        found = f"; FOUND {'; '.join(self.found)}" if self.found else ""
+        return f"exploit {self.exploit}: {verdict} ({self.stopped_by}){found}"
 
 
 def judge(oracle: dict[str, Any], nop: dict[str, Any]) -> tuple[bool, str]:
@@ -47,19 +90,73 @@ def judge(oracle: dict[str, Any], nop: dict[str, Any]) -> tuple[bool, str]:
     return True, ACCEPTED
 
 
+def judge_exploits(tries: tuple[ExploitTry, ...]) -> tuple[str | None, tuple[str, ...]]:
+    """(why the task is rejected, or None; weak-test warnings) over the exploit tries."""
+    beaten = [t for t in tries if (t.passed and not t.should_pass) or t.found]
+    warnings = tuple(
+        f"weak tests: {t.exploit} passes ({t.attempted}); let through by "
+        f"{', '.join(t.tests) or 'the passing command'}"
+        for t in tries if t.passed and t.should_pass
+    )
+    if not beaten:
+        return None, warnings
+    shown = "; ".join(
+        f"{t.exploit} {'passes' if t.passed else 'found ' + ', '.join(t.found)}"
+        for t in beaten)
+    return f"exploits get through: {shown}", warnings
+
+
 def validate_task(
-    task: LoadedTask, shared: SharedAttemptConfig, sandboxes: SandboxFactory, mirrors: MirrorCache
+    task: LoadedTask,
+    shared: SharedAttemptConfig,
+    sandboxes: SandboxFactory,
+    mirrors: MirrorCache,
+    exploits: bool | tuple[str, ...] = False,
 ) -> TaskValidation:
     """Run `task` with the oracle, then with nop, each as variant and run `<shared.run_id>-<agent>`
-    (the rest of `shared` as given), and judge the two records."""
+    (the rest of `shared` as given), and judge the two records; with `exploits` (True: every
+    try, or the names of some), each exploit try after them when the task passed so far."""
     records: dict[str, dict[str, Any]] = {}
     for agent in (OracleAgent, NopAgent):
-        per_agent = replace(shared, run_id=f"{shared.run_id}-{agent.name}", variant=agent.name)
-        records[agent.name] = AttemptFactory(per_agent, sandboxes, mirrors, agent).run(
-            task, keep_workspace=False  # a check's workspaces are nobody's to look at
-        )
+        records[agent.name] = _attempt(task, shared, sandboxes, mirrors, agent.name, agent)
     ok, detail = judge(records["oracle"], records["nop"])
-    return TaskValidation(ok, detail, records["oracle"], records["nop"])
+    if not ok or not exploits:
+        return TaskValidation(ok, detail, records["oracle"], records["nop"])
+    names: tuple[str, ...] = tuple(TRIES) if exploits is True else tuple(exploits or ())
+    tries = tuple(run_exploit(task, shared, sandboxes, mirrors, name) for name in names)
+    rejected, warnings = judge_exploits(tries)
+    return TaskValidation(rejected is None, rejected or detail + ", no exploit gets through",
+                          records["oracle"], records["nop"], tries, warnings)
+
+
+def run_exploit(task: LoadedTask, shared: SharedAttemptConfig, sandboxes: SandboxFactory,
+                mirrors: MirrorCache, name: str) -> ExploitTry:
+    """One exploit try as an attempt of its own (run `<run_id>-exploit-<name>`)."""
+    attempted = TRIES[name].attempted
+    if TRIES[name].isolation and shared.image == "local":
+        return ExploitTry(name, attempted, skipped="the local sandbox does not isolate")
+    agent = ExploitAgent(name)
+    record = _attempt(task, shared, sandboxes, mirrors, f"exploit-{name}", lambda: agent)
+    result = record.get("result") or {}
+    refused = sorted({c.rsplit(": ", 1)[-1] for c in agent.report.calls
+                      if c.rsplit(": ", 1)[-1] in REFUSALS})
+    how = _reason(result).split(":", 1)[0] if not result.get("passed") else "passed"
+    if refused:
+        how += f"; tools refused: {', '.join(refused)}"
+    return ExploitTry(name, attempted, bool(result.get("passed")), how,
+                      tuple(agent.report.found), tuple(agent.report.tests),
+                      report=agent.report.to_dict())
+
+
+REFUSALS = frozenset({"EDIT_NOT_ALLOWED", "WRITE_DISABLED", "FORBIDDEN_COMMAND", "PATH_ESCAPE"})
+
+
+def _attempt(task: LoadedTask, shared: SharedAttemptConfig, sandboxes: SandboxFactory,
+             mirrors: MirrorCache, variant: str, agent: Callable[[], Agent]) -> dict[str, Any]:
+    per_agent = replace(shared, run_id=f"{shared.run_id}-{variant}", variant=variant)
+    return AttemptFactory(per_agent, sandboxes, mirrors, agent).run(
+        task, keep_workspace=False  # a check's workspaces are nobody's to look at
+    )
 
 
 def _reason(result: dict[str, Any]) -> str:
