@@ -6,7 +6,9 @@ protection, because an agent may legitimately add files (a reproduction script n
 
 - `ALWAYS` globs, new files included: conftest files and pytest config files at any depth
   (pytest picks the one nearest the test paths), start-up hooks, and a module that would shadow
-  pytest itself on `python -m pytest`.
+  pytest itself on `python -m pytest`, and distribution metadata (`*.dist-info`, `*.egg-info`):
+  pytest loads the `pytest11` entry points of any it finds on sys.path, the workspace included
+  (a forcing plugin passed every task that way, issue 24 item 1).
 - Files that existed before the agent: the tests the commands run. When a command runs pytest,
   every file matching pytest's default `python_files` (`unittest`'s `test*.py` for unittest);
   the files a command names; every file under a named directory called `test`, `tests` or
@@ -56,6 +58,8 @@ ALWAYS = (
     "py.py",
     "pytest/**",
     "_pytest/**",
+    "**/*.dist-info/**",
+    "**/*.egg-info/**",
 )
 PYTEST_TEST_FILES = ("**/test_*.py", "**/*_test.py")
 UNITTEST_TEST_FILES = ("**/test*.py",)
