@@ -66,9 +66,8 @@ CHECK = '[ -n "$EXPECT" ] && [ "$(fp)" = "$EXPECT" ] || exit 86\n'
 # A fresh git dir whose index holds the base tree (the first time, HEAD's) without stat data, so
 # the update below hashes every file. (Seeding it from the checkout's .git/index would not save
 # much: right after a checkout nearly every entry is racy or recently changed, so hashed anyway.)
-REBUILD_SCRIPT = r"""rm -rf "$GD.prev" || exit 1
-if [ -d "$GD" ] && [ ! -L "$GD" ] && [ -d "$GD/objects" ]; then
-  mv "$GD/objects" "$GD.prev" || exit 1
+REBUILD_SCRIPT = r"""if [ -d "$GD" ] && [ ! -L "$GD" ] && [ -d "$GD/objects" ]; then
+  rm -rf "$GD.prev" && mv "$GD/objects" "$GD.prev" || exit 1
 fi
 rm -rf "$GD" && mkdir -m 700 "$GD" && mkdir "$GD/refs" "$GD/info" "$GD/objects" &&
 printf 'ref: refs/heads/agentbench\n' > "$GD/HEAD" && printf '%s' "$BARE" > "$GD/config" &&
@@ -177,17 +176,24 @@ if [ -n "$REF" ]; then
 fi
 """.replace("MAXF", "0.3")
 # ... and right after a snapshot, from $OLD to the new tree, in the harness git dir. The objects
-# the snapshot wrote are copied into the workspace's store too, never over a file there: when the
-# agent removes the harness git dir, the rebuild imports the last tree from there (verified by
-# index-pack, as everything it imports), so the next step still diffs from it.
+# the snapshot wrote are copied into the workspace's store too, by unpack-objects (each written to
+# a temporary file and renamed, as git writes objects, so a full disk or a killed exec leaves no
+# half object there; an object already there is left alone): when the agent removes the harness
+# git dir, the rebuild imports the last tree from there (verified by index-pack, as everything it
+# imports), so the next step still diffs from it. Not for the last snapshot ($LAST), which removes
+# the git dir. A rebuild keeps $GD.prev when there is no store to move there (an earlier rebuild
+# was cut short after moving it).
 SNAPSHOT_DIFF = r"""tree=$(g write-tree --missing-ok) || exit 1
 echo "$tree"
 if [ -n "$OLD" ] && [ "$OLD" != "$tree" ]; then
   ( export NEW=$tree T="$GD/patch" BIN="$GD/binary"; unset GIT_WORK_TREE GIT_INDEX_FILE
 """ + _DIFF_BODY + r"""  ) || { rm -f "$GD/patch"; exit 1; }
 else echo; echo; fi
-if [ "$OLD" != "$tree" ] && [ -d .git/objects ] && [ ! -L .git ] && [ ! -L .git/objects ]; then
-  o=("$GD"/objects/??); if [ -e "${o[0]}" ]; then cp -Rn "${o[@]}" .git/objects/ 2>/dev/null; fi
+if [ -z "$LAST" ] && [ "$OLD" != "$tree" ] && [ -d .git/objects ] && [ ! -L .git ] &&
+   [ ! -L .git/objects ]; then
+  ( cd "$GD/objects" && for f in ??/*; do [ -f "$f" ] && printf '%s\n' "${f/\//}"; done ) |
+    g pack-objects --stdout -q --window=0 2>/dev/null |
+    GIT_OBJECT_DIRECTORY="$PWD/.git/objects" g unpack-objects -q 2>/dev/null
 fi
 echo "END $st$slow" && fp
 """

@@ -124,7 +124,7 @@ class Snapshotter:
                 self.sandbox.exec(f"rm -rf {shlex.quote(self.gitdir)}", timeout_sec=30)
 
     def _snapshot(self, old: str, last: bool = False) -> tuple[str, tuple[bytes, bytes]]:
-        end = sh.SNAPSHOT_DIFF + ('rm -rf "$GD"\n' if last else "")
+        end = ("LAST=1\n" + sh.SNAPSHOT_DIFF + 'rm -rf "$GD"\n') if last else sh.SNAPSHOT_DIFF
         ref = self._ref(old, last)
         self.removed = False
         if self.gitdir is None:
@@ -191,7 +191,7 @@ class Snapshotter:
         }
         env["EXPECT"] = self.fingerprint
         head = (
-            f"GD={shlex.quote(self.gitdir)} BASE={shlex.quote(self.base)} OLD={old} REF={ref}"
+            f"GD={shlex.quote(self.gitdir)} BASE={shlex.quote(self.base)} OLD={old} REF={ref} LAST="
             f" ATTRS={base64.b64encode(sh.ATTRIBUTES).decode()}\n"
         )
         return head, env
