@@ -32,6 +32,9 @@ def add_harvest_command(sub: Any) -> None:
                      help="the task description: the cleaned commit message, or the tests")
     cmd.add_argument("--gate-runs", type=int, default=3, metavar="N",
                      help="oracle and nop attempts each task must pass / fail (default 3)")
+    cmd.add_argument("--exploit-gate", action="store_true",
+                     help="also run the exploit agent's tries on each task (about 18 more "
+                          "attempts a task); a task an exploit passes is not kept")
     cmd.add_argument("--max-fix-files", type=int, default=10, metavar="N")
     cmd.add_argument("--max-fix-lines", type=int, default=400, metavar="N")
     cmd.add_argument("--fresh", action="store_true",
@@ -60,7 +63,7 @@ def harvest(args: argparse.Namespace) -> int:
                       fresh=args.fresh, redo=frozenset(args.redo))
     with tempfile.TemporaryDirectory(prefix="agentbench-harvest-") as tmp:
         try:
-            bench, gate = _bench(Path(tmp), source, args.gate_runs)
+            bench, gate = _bench(Path(tmp), source, args.gate_runs, args.exploit_gate)
             run_harvest(options, bench, gate)
         except (HarvestError, RepoError) as exc:
             print(f"agentbench harvest: {exc}", file=sys.stderr)
@@ -104,7 +107,7 @@ def _project_taskpacks() -> Path:
     return find_project().taskpacks
 
 
-def _bench(tmp: Path, source: str, gate_runs: int) -> tuple[Any, Any]:
+def _bench(tmp: Path, source: str, gate_runs: int, exploits: bool) -> tuple[Any, Any]:
     from pytest_agentbench.harvest.gate import Gate
     from pytest_agentbench.harvest.runs import Bench
     from pytest_agentbench.repos.mirror import MirrorCache
@@ -129,4 +132,4 @@ def _bench(tmp: Path, source: str, gate_runs: int) -> tuple[Any, Any]:
         run_id="harvest", run_dir=tmp / "run", work_root=tmp / "gate-work",
         variant="validate", variant_config_hash="validate", image=image, image_id=image_id,
         harness_version="harvest", **defaults)
-    return bench, Gate(shared, sandboxes, mirrors, runs=gate_runs)
+    return bench, Gate(shared, sandboxes, mirrors, runs=gate_runs, exploits=exploits)

@@ -22,7 +22,7 @@ FUNNEL = [
     ("tests", "FAIL_TO_PASS found and stable", ("TESTS_NOT_RUN", "NO_FAIL_TO_PASS",
                                                  "FLAKY_TESTS", "TOO_MANY_TESTS")),
     ("gate", "oracle passes, nop fails", ("GATE_ORACLE_FAILED", "GATE_NOP_PASSED",
-                                          "TASK_INVALID")),
+                                          "GATE_EXPLOIT_PASSED", "TASK_INVALID")),
 ]
 
 
