@@ -139,7 +139,12 @@ def _run_all(work: _Work, todo: list[Candidate], state: HarvestState,
             pool.submit(_one, work, c): c for c in todo}
         try:
             for future in _as_done(futures):
-                outcome = future.result()
+                try:
+                    outcome = future.result()
+                except Exception as exc:  # a harness bug in one candidate: recorded, walk goes on
+                    commit = futures[future].commit
+                    outcome = Outcome(commit.sha, "HARNESS_ERROR", "setup",
+                                      detail=f"{type(exc).__name__}: {exc}"[:300])
                 state.record(outcome)
                 done += 1
                 say(f"[{done}/{len(todo)}] {outcome.task_id or outcome.sha[:10]} "

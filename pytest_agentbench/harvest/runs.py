@@ -22,6 +22,7 @@ import pytest_agentbench.core.evidence as evidence
 from pytest_agentbench.core.gitops import apply_command
 from pytest_agentbench.harvest.junit_ids import node_outcomes
 from pytest_agentbench.harvest.setup_infer import SetupPlan
+from pytest_agentbench.repos.gitcmd import RepoError
 from pytest_agentbench.repos.locks import file_lock
 from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.sandbox.port import Sandbox, SandboxError, SandboxFactory, SandboxSpec
@@ -77,6 +78,8 @@ def run_candidate(bench: Bench, name: str, parent: str, plan: SetupPlan, modules
             _test_runs(bench, sandbox, plan, modules, runs)
         finally:
             sandbox.close()
+    except RepoError as exc:
+        runs.reason, runs.detail = "CHECKOUT_FAILED", str(exc)[:300]
     except (SandboxError, OSError) as exc:
         runs.reason, runs.detail = runs.reason or "SANDBOX_ERROR", str(exc)[:300]
     finally:
