@@ -154,6 +154,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # a command started as a background job of a shell without job control inherits SIGINT
+    # ignored, and Ctrl-C or `kill -INT` would be lost (a harvest ran to its end): take it back,
+    # as a pytest run does (run/sigterm.py)
+    from pytest_agentbench.run.sigterm import sigint_as_interrupt
+
+    sigint_as_interrupt()
     try:
         return int(args.func(args))
     except KeyboardInterrupt:

@@ -47,7 +47,8 @@ def plan_engines(texts: tuple[str, ...], image: RunnerImage, probe_root: Path,
             client = connect(spec)
         except (EngineUnreachable, ValueError) as exc:  # the spec as given, its password left out
             shown = redact_url(spec.endpoint)
-            raise ImageUnavailable(f"--agentbench-engine {shown}: {exc}") from None
+            # the engine the user named: a bad option (exit 4), as a missing --agentbench-image
+            raise ImageUnavailable(f"--agentbench-engine {shown}: {exc}", usage=True) from None
         info = engine_info(client)
         if source is None:
             source = _source_client()

@@ -225,6 +225,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, LoadResult]:
     good = root / SUITE / "zz-good" / "task.yaml"
     good.parent.mkdir()
     good.write_text(yaml.safe_dump({**VALID, "id": "zz-good"}))
+    (good.parent / "oracle.patch").write_text("")  # a file task.yaml names must be there
     return root, discover(root, None)
 
 

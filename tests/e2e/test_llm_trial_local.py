@@ -63,8 +63,9 @@ def test_solves_a_custom_dev_task_through_the_trial_and_replay_reproduces_it(
         assert not path.is_file() or KEY not in path.read_text(errors="replace"), path
     append_jsonl(run_dir / "attempts.jsonl", record)
 
-    args = argparse.Namespace(run=run_dir, task=task.id, attempt=None, taskpacks=taskpacks,
-                              sandbox="local", image=None, git_cache=tmp_path / "git")
+    args = argparse.Namespace(run=run_dir, out=None, task=task.id, attempt=None,
+                              taskpacks=taskpacks, sandbox="local", image=None,
+                              git_cache=tmp_path / "git")
     assert run_replay(args) == 0
     assert "REPRODUCED" in capsys.readouterr().out
     [replay] = list((run_dir / "replays").glob("*/replay.json"))
