@@ -14,7 +14,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,7 +138,7 @@ def _run_all(work: _Work, todo: list[Candidate], state: HarvestState,
         futures: dict[Future[Outcome], Candidate] = {
             pool.submit(_one, work, c): c for c in todo}
         try:
-            for future in _as_done(futures):
+            for future in as_completed(futures):
                 try:
                     outcome = future.result()
                 except Exception as exc:  # a harness bug in one candidate: recorded, walk goes on
@@ -155,12 +155,6 @@ def _run_all(work: _Work, todo: list[Candidate], state: HarvestState,
                 future.cancel()
             say("harvest: interrupted; what was decided is kept, the same command resumes")
             raise
-
-
-def _as_done(futures: dict[Future[Outcome], Candidate]) -> Any:
-    from concurrent.futures import as_completed
-
-    return as_completed(futures)
 
 
 def _one(work: _Work, candidate: Candidate) -> Outcome:
