@@ -37,6 +37,7 @@ from pytest_agentbench.llm import (
     LLMRequestError,
     ModelClient,
 )
+from pytest_agentbench.llm.spend import spend_over
 from pytest_agentbench.schemas.events import Actor, Event, LLMRequest, LLMResponse, Note, utc_now
 from pytest_agentbench.schemas.records import ModelInfo, Usage
 from pytest_agentbench.schemas.taxonomy import Reason
@@ -157,15 +158,10 @@ class Meter:
             if u.total_tokens + estimate > b.max_tokens_total:
                 self._refuse("TOKENS", f"{u.total_tokens} tokens used + ~{estimate} for the "
                              f"next call > max_tokens_total={b.max_tokens_total}")
-        spent = u.cost_usd or 0.0
-        if b.max_cost_usd is not None and (
-                spent >= b.max_cost_usd or spent + (self.last_cost or 0.0) > b.max_cost_usd):
-            self._refuse("COST", f"${spent:.4f} spent + ~${self.last_cost or 0:.4f} for the "
-                         f"next call > max_cost_usd={b.max_cost_usd}")
-        elapsed = time.monotonic() - self.started
-        if b.max_wall_sec is not None and elapsed + self.last_wall_sec > b.max_wall_sec:
-            self._refuse("WALL", f"{elapsed:.1f}s elapsed + ~{self.last_wall_sec:.1f}s for the "
-                         f"next call > max_wall_sec={b.max_wall_sec}")
+        over = spend_over(b.max_cost_usd, u.cost_usd or 0.0, self.last_cost, b.max_wall_sec,
+                          time.monotonic() - self.started, self.last_wall_sec)
+        if over is not None:
+            self._refuse(*over)
         if self.deadline - time.monotonic() <= MIN_TASK_SEC:
             self._end(GatewayStop(Reason.TIMEOUT, "TASK_BUDGET",
                                   "the task's time budget ran out"), 403, "task_timeout")

@@ -23,6 +23,7 @@ from pytest_agentbench.llm import (
     LLMRequestError,
     ModelConfigError,
 )
+from pytest_agentbench.llm.spend import spend_over
 from pytest_agentbench.schemas.events import (
     AgentTurn,
     LLMRequest,
@@ -157,15 +158,10 @@ class ModelCaller:
                 raise RoleBudgetExhausted(thread.role, (
                     f"{thread.role}: {used} tokens used + ~{estimate} for the next call > its "
                     f"share {share:g} of max_tokens_total={b.max_tokens_total} ({cap})"))
-        spent = u.cost_usd or 0.0
-        if b.max_cost_usd is not None and (
-                spent >= b.max_cost_usd or spent + (self.last_cost or 0.0) > b.max_cost_usd):
-            self._budget("COST", f"${spent:.4f} spent + ~${self.last_cost or 0:.4f} for the "
-                         f"next call > max_cost_usd={b.max_cost_usd}")
-        elapsed = time.monotonic() - self.started
-        if b.max_wall_sec is not None and elapsed + self.last_wall_sec > b.max_wall_sec:
-            self._budget("WALL", f"{elapsed:.1f}s elapsed + ~{self.last_wall_sec:.1f}s for the "
-                         f"next call > max_wall_sec={b.max_wall_sec}")
+        over = spend_over(b.max_cost_usd, u.cost_usd or 0.0, self.last_cost, b.max_wall_sec,
+                          time.monotonic() - self.started, self.last_wall_sec)
+        if over is not None:
+            self._budget(*over)
         if self.ctx.remaining() <= 1.0:
             stop("budget", Reason.TIMEOUT, "TASK_BUDGET", "the task's time budget ran out")
 
