@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from pytest_agentbench.paths.own_repo import is_own_repository, own_repository_hint
 from pytest_agentbench.repos.gitcmd import RepoError, redact
 from pytest_agentbench.schemas.task import repo_url_problem
 
@@ -68,8 +69,9 @@ def resolve_source(url: str, task_dir: Path, root: Path | None = None) -> str:
     URLs (``https://``, ``ssh://``, ``file://``, ``host:path``) pass through unchanged. Anything
     else is a path, relative to the directory holding task.yaml, that must name a git bundle
     file or a repository directory (bare or not) inside ``root``, the taskpacks directory
-    (default: two levels above ``task_dir``, as in ``<taskpacks>/<suite>/<task>``); it comes
-    back absolute, with symlinks resolved.
+    (default: two levels above ``task_dir``, as in ``<taskpacks>/<suite>/<task>``), or the git
+    repository that contains ``root`` (paths/own_repo.py); it comes back absolute, with symlinks
+    resolved.
     """
     if not url:
         raise RepoError("repository URL is empty")
@@ -81,9 +83,10 @@ def resolve_source(url: str, task_dir: Path, root: Path | None = None) -> str:
     task_dir = Path(task_dir).resolve()
     root = (Path(root) if root is not None else task_dir.parent.parent).resolve()
     path = (task_dir / url).resolve()
-    if not path.is_relative_to(root):
+    if not path.is_relative_to(root) and not is_own_repository(path, root):
         raise RepoError(
-            f"repository {url!r} resolves outside the taskpacks directory {root}: {path}"
+            f"repository {url!r} resolves outside the taskpacks directory {root}: {path}; "
+            f"a relative path may name {own_repository_hint(root, task_dir)}"
         )
     if path.is_file():
         if not _is_bundle(path):

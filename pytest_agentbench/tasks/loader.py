@@ -23,8 +23,10 @@ import yaml
 from pydantic import ValidationError
 
 from pytest_agentbench import __version__
+from pytest_agentbench.paths.own_repo import is_own_repository, own_repository_hint
 from pytest_agentbench.schemas.task import (
     MAX_PATH,
+    TASK_ID_PATTERN,
     TASK_SPEC_VERSION,
     OracleSpec,
     TaskSpec,
@@ -245,6 +247,11 @@ def _layout_problems(path: Path, data: dict[Any, Any]) -> list[TaskProblem]:
     if isinstance(suite, str) and suite != suite_dir:
         message = f"{show(suite)} does not match its directory {suite_dir!r}"
         problems.append(TaskProblem(path, "suite", message))
+    task_id, task_dir = data.get("id"), path.parent.name
+    if isinstance(task_id, str) and re.match(TASK_ID_PATTERN, task_id) and task_id != task_dir:
+        # a run's items, records and replay name the task by its id, people by its folder
+        message = f"{show(task_id)} does not match its directory {task_dir!r}"
+        problems.append(TaskProblem(path, "id", message))
     repo = data.get("repo")
     url = repo.get("url") if isinstance(repo, dict) else None
     relative = isinstance(url, str) and len(url) <= MAX_PATH and _is_relative_path(url)
@@ -271,17 +278,19 @@ def _layout_problems(path: Path, data: dict[Any, Any]) -> list[TaskProblem]:
 
 def _repo_path_problem(path: Path, url: str) -> str | None:
     """A taskpack-local repository must exist inside the taskpacks root (a sibling `_shared`
-    folder is fine); a symlink or `..` out of it would hand a host repository to the agent."""
+    folder is fine), or be the git repository holding the taskpacks (paths/own_repo.py); a
+    symlink or `..` anywhere else would hand a host repository to the agent."""
     root = path.parent.parent.parent
     try:
         resolved = (path.parent / url).resolve()
-        inside = resolved.is_relative_to(root.resolve())
+        inside = resolved.is_relative_to(root.resolve()) or is_own_repository(resolved, root)
         exists = resolved.exists()
     except (OSError, ValueError, RuntimeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
         return f"cannot resolve this path ({reason})"
     if not inside:
-        return f"resolves outside the taskpacks directory ({display_path(resolved)})"
+        return (f"resolves outside the taskpacks directory ({display_path(resolved)}); "
+                f"a relative path may name {own_repository_hint(root, path.parent)}")
     if not exists:
         shown = display_path(Path(os.path.normpath(path.parent / url)))
         return f"no such file or directory: {shown}"
