@@ -165,6 +165,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("agentbench: interrupted", file=sys.stderr)
         return 130
+    except ModuleNotFoundError as exc:  # a report without the `reports` extra: one line
+        from pytest_agentbench.reporting.extra import REPORT_MODULES, install_hint
+
+        if (exc.name or "").partition(".")[0] not in REPORT_MODULES:
+            raise
+        print(f"agentbench: {install_hint([exc.name or ''])}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.reporting.html_env import pct, relative_href, render, write_atomic
-from pytest_agentbench.reporting.names import ATTEMPTS_FILE, INDEX_FILE, RUN_FILE, ReportError
+from pytest_agentbench.reporting.names import (
+    ATTEMPTS_FILE,
+    INDEX_FILE,
+    RUN_FILE,
+    ReportError,
+    read_meta,
+)
 
 CACHE_FILE = ".index_cache.json"
 CACHE_VERSION = 1
@@ -63,7 +69,6 @@ def _load_cache(root: Path) -> dict[str, Any]:
 def collect(root: Path) -> tuple[list[dict[str, Any]], list[str]]:
     """One entry per run directory under `root` (newest first) and one line per run that
     could not be read."""
-    from pytest_agentbench.reporting.load import read_meta
 
     cache = _load_cache(root)
     fresh: dict[str, Any] = {}

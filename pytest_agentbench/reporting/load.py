@@ -42,6 +42,7 @@ from pytest_agentbench.reporting.names import EVENTS_FILE as EVENTS_FILE
 from pytest_agentbench.reporting.names import RUN_FILE as RUN_FILE
 from pytest_agentbench.reporting.names import Fields as Fields
 from pytest_agentbench.reporting.names import ReportError as ReportError
+from pytest_agentbench.reporting.names import read_meta as read_meta
 from pytest_agentbench.schemas.taxonomy import BLAME, FLAKY_REASONS
 
 CATEGORIES = ("scored", "infra", "invalid", "flaky", "quarantined")
@@ -227,18 +228,6 @@ def load_runs(run_dirs: Sequence[str | Path], validate: bool = False,
               fields: Fields = "pairing") -> list[Run]:
     """Load several runs (sequentially: forked loaders measured slower on this 2-core box)."""
     return [load_run(p, validate, fields) for p in run_dirs]
-
-
-def read_meta(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ReportError(f"{path}: not valid JSON ({exc})") from exc
-    if not isinstance(data, dict):
-        raise ReportError(f"{path}: expected a JSON object")
-    return data
 
 
 def _canonical_json(values: pd.Series) -> pd.Series:

@@ -4,7 +4,9 @@ brings pandas, about 1.4 s)."""
 
 from __future__ import annotations
 
-from typing import Literal
+import json
+from pathlib import Path
+from typing import Any, Literal
 
 ATTEMPTS_FILE = "attempts.jsonl"
 RUN_FILE = "run.json"
@@ -17,3 +19,17 @@ Fields = Literal["summary", "pairing", "all"]
 
 class ReportError(Exception):
     """Bad input for a report: missing or malformed run directory, refused pairing, ..."""
+
+
+def read_meta(path: Path) -> dict[str, Any]:
+    """A run's `run.json` as a dict ({} when there is none); ReportError when it is not a JSON
+    object."""
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ReportError(f"{path}: not valid JSON ({exc})") from exc
+    if not isinstance(data, dict):
+        raise ReportError(f"{path}: expected a JSON object")
+    return data

@@ -35,8 +35,11 @@ def end_run(
     that fails costs none of the others. Returns one line per failed step, also kept in
     `report_error.txt`."""
     import pytest_agentbench.reporting as reporting
+    from pytest_agentbench.reporting.extra import missing_report_modules, write_reports_notice
 
     run_ending()
+    # without the `reports` extra the run is whole: its summary says how to make the reports
+    missing = missing_report_modules()
     gc_hint = "; containers of this run may remain: `agentbench gc` once the engine answers"
     steps: list[tuple[str, Callable[[], Any] | None, str]] = [
         ("keep the records the interrupted workers sent", first, ""),
@@ -46,13 +49,14 @@ def end_run(
         ("sweep containers", (lambda: sweep_run(state.run_id, engines)) if docker else None,
          gc_hint),
         ("remove work directories", lambda: remove_tree(work_root(state.run_id)), ""),
-        ("write report_summary.md", lambda: reporting.write_summary(state.path, redactor=redactor),
-         ""),
+        ("write report_summary.md",
+         (lambda: write_reports_notice(state.path, missing)) if missing else
+         (lambda: reporting.write_summary(state.path, redactor=redactor)), ""),
         # report.html first (linking to the index about to be written), so the index never
         # lists this run without its page; both atomic.
-        ("write report.html",
+        ("write report.html", None if missing else
          lambda: reporting.write_html(state.path, redactor=redactor, link_index=True), ""),
-        ("write the runs index", lambda: write_runs_index(state.path), ""),
+        ("write the runs index", None if missing else lambda: write_runs_index(state.path), ""),
     ]
     errors = []
     for what, step, hint in steps:

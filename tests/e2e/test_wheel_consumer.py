@@ -2,8 +2,10 @@
 outside this repository, with its own git repository and pyproject.toml: install the built wheel
 into a new venv, copy in one bundled task, `agentbench image build` (the image already built from
 this checkout is reused: same context hash), `pytest --agentbench-suite mine` with the oracle;
-commit; run again; `agentbench gate` pairs the two runs. Both runs carry the same harness version,
-which is not the consumer's commit (it used to be, and the gate refused to pair them).
+commit; run again; `agentbench gate` pairs the two runs once the `reports` extra is installed
+(before, it says in one line how to get it; the runs need none of it). Both runs carry the same
+harness version, which is not the consumer's commit (it used to be, and the gate refused to pair
+them).
 
 Dependencies come from uv's cache (or the index), pinned to this project's uv.lock.
 """
@@ -50,17 +52,25 @@ def _consumer(root: Path) -> Path:
     return root
 
 
-def _install(uv: str, wheel: Path, consumer: Path, tmp: Path) -> Path:
-    """A new venv in the consumer with the wheel, dependencies pinned to this project's lock."""
+def _install(uv: str, wheel: Path, consumer: Path, tmp: Path, extra: str = "") -> Path:
+    """The wheel (with `extra`, e.g. "[reports]") in the consumer's venv (made when missing),
+    dependencies pinned to this project's lock."""
     env = outside_env()
     pins = tmp / "constraints.txt"
-    run([uv, "export", "--frozen", "--no-dev", "--no-emit-project", "--no-hashes", "--quiet",
-         "--output-file", str(pins)], REPO, env)
+    run([uv, "export", "--frozen", "--no-dev", "--all-extras", "--no-emit-project", "--no-hashes",
+         "--quiet", "--output-file", str(pins)], REPO, env)
     venv = consumer / ".venv"
-    run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], consumer, env)
+    if not venv.exists():
+        run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], consumer, env)
     run([uv, "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"),
-         "--constraint", str(pins), str(wheel)], consumer, env)
+         "--constraint", str(pins), f"pytest-agentbench{extra} @ {wheel.as_uri()}"],
+        consumer, env)
     return venv / "bin"
+
+
+def _site_packages_mib(venv: Path) -> float:
+    (site,) = venv.glob("lib/python*/site-packages")
+    return sum(p.stat().st_size for p in site.rglob("*") if p.is_file()) / 2**20
 
 
 def _build_commit(wheel: Path) -> str | None:
@@ -137,12 +147,29 @@ def test_a_consumer_project_installs_the_wheel_runs_commits_and_gates(
     if built_from:  # a wheel built from a checkout names that checkout's commit
         assert harness.startswith(f"{__version__}+g{built_from[:12]}"), (harness, built_from)
 
+    # the plugin alone: the run path needs no numpy or pandas (a test environment that pins its
+    # own keeps them); the run's summary says how to make the reports, the report commands say
+    # it in one line, and installing the extra makes them
+    assert not list((consumer / ".venv").glob("lib/python*/site-packages/pandas")), "pandas"
+    notice = (first.path / "report_summary.md").read_text()
+    assert "pytest-agentbench[reports]" in notice and str(first.path) in notice, notice
+    assert not (first.path / "report_error.txt").exists()
+    gate_args = [str(bin_dir / "agentbench"), "gate", "--baseline", str(first.path),
+                 "--candidate", str(second.path), "--format", "json", "--inconclusive-ok"]
+    bare = subprocess.run(gate_args, cwd=consumer, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert bare.returncode == 2, bare.stdout[-2000:] + bare.stderr[-2000:]
+    assert bare.stderr.count("\n") == 1 and "pytest-agentbench[reports]" in bare.stderr, \
+        bare.stderr
+    sizes = {"plugin alone": _site_packages_mib(consumer / ".venv")}
+    _install(uv, wheel, consumer, tmp_path, "[reports]")
+    sizes["with reports"] = _site_packages_mib(consumer / ".venv")
+    print("wheel consumer site-packages: "
+          + ", ".join(f"{k} {v:.0f} MiB" for k, v in sizes.items()))
+
     mark = time.monotonic()
-    gate = subprocess.run(
-        [str(bin_dir / "agentbench"), "gate", "--baseline", str(first.path),
-         "--candidate", str(second.path), "--format", "json", "--inconclusive-ok"],
-        cwd=consumer, env=env, capture_output=True, text=True, timeout=300,
-    )
+    gate = subprocess.run(gate_args, cwd=consumer, env=env, capture_output=True, text=True,
+                          timeout=300)
     timings["gate"] = time.monotonic() - mark
     assert gate.returncode == 0, gate.stdout[-3000:] + gate.stderr[-3000:]
     assert json.loads(gate.stdout)["outcome"] in ("ok", "inconclusive"), gate.stdout[:2000]
