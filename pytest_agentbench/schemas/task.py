@@ -12,7 +12,14 @@ import re
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+)
 
 TASK_SPEC_VERSION = 1
 TASK_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
@@ -31,6 +38,7 @@ _URL_HINT = (
 )
 _FORBIDDEN_WORKDIRS = ("/env", "/tmp", "/proc", "/sys", "/dev", "/etc", "/usr", "/home/runner")
 _WORKDIR = re.compile(r"^(/[A-Za-z0-9._+@-]+)+$")
+RUNNER_PYTHONS = ("3.11",)  # what the runner image provides (bookworm's python3; runner/Dockerfile)
 
 
 def _not_bool(value: object) -> object:
@@ -176,7 +184,12 @@ class EnvironmentSpec(Strict):
         pattern=r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,255}$",
         description="image of the sandbox; None: the harness's runner image",
     )
-    python: str = Field(default="3.11", max_length=32)
+    python: str = Field(
+        default="3.11",
+        max_length=32,
+        description="the Python the task needs; the runner image provides 3.11 only, and with "
+        "docker_image the image's own Python runs (leave this out)",
+    )
     workdir: str = Field(
         default="/workspace",
         max_length=256,
@@ -205,6 +218,20 @@ class EnvironmentSpec(Strict):
         default=120, gt=0, le=DAY_SEC, description="per tool/command budget"
     )
     setup_timeout_sec: Float = Field(default=600, gt=0, le=DAY_SEC)
+
+    @field_validator("python")
+    @classmethod
+    def _python_provided(cls, value: str, info: ValidationInfo) -> str:
+        """Only a version the sandbox runs is accepted: no task silently gets another one
+        (issue 22 item 10). Validated only when given (the default is not)."""
+        if info.data.get("docker_image"):
+            raise ValueError("cannot be chosen with docker_image (the image's own Python "
+                             "runs): leave python out")
+        if value not in RUNNER_PYTHONS:
+            raise ValueError(f"{value!r} is not provided by the runner image (supported: "
+                             f"{', '.join(RUNNER_PYTHONS)}); for another version name an image "
+                             "that has it in environment.docker_image and leave python out")
+        return value
 
     @field_validator("workdir")
     @classmethod
@@ -259,9 +286,17 @@ class ValidationSpec(Strict):
 
 
 class AgentSpec(Strict):
-    entrypoint: ShortText | None = None  # default agent for this task; the CLI variant wins
+    entrypoint: ShortText | None = Field(
+        default=None,
+        description="not supported: the agent is the run's --agentbench-variant; any value is "
+        "refused (kept in the schema for that one clear line)",
+    )
     max_steps: Int = Field(default=30, ge=1, le=100_000)
-    allow_file_write: bool = True
+    allow_file_write: bool = Field(
+        default=True,
+        description="false takes write_file and remove_file from the agent's tools (apply_patch "
+        "and run stay)",
+    )
     editable_globs: list[ShortText] | None = Field(default=None, max_length=MAX_ITEMS)
     readonly_globs: list[ShortText] = Field(default_factory=list, max_length=MAX_ITEMS)
     max_changed_files: Int | None = Field(default=None, ge=1, le=1_000_000)
@@ -273,6 +308,14 @@ class AgentSpec(Strict):
         "pyproject.toml and setup.cfg, and the tests failing_command/passing_command run are "
         "read-only for the agent unless this is false (core/protection.py)",
     )
+
+    @field_validator("entrypoint")
+    @classmethod
+    def _no_entrypoint(cls, value: str | None) -> str | None:
+        if value is not None:
+            raise ValueError("not supported: the agent is chosen per run "
+                             "(--agentbench-variant), not per task; remove this field")
+        return value
 
     @field_validator("forbidden_commands")
     @classmethod

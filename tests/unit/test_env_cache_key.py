@@ -32,7 +32,6 @@ OTHER_VALUE: dict[str, Any] = {
     "repo.url": "../../_shared/other.bundle",
     "repo.commit": "b" * 40,
     "environment.docker_image": "python:3.12-slim",
-    "environment.python": "3.12",
     "environment.workdir": "/src",
     "environment.network_policy": "setup_only",
     "environment.cpu_limit": 1,
@@ -101,7 +100,11 @@ def test_every_task_field_is_keyed_or_declared_irrelevant_to_setup() -> None:
     assert all(why.strip() for why in SETUP_IRRELEVANT.values())
 
 
-@pytest.mark.parametrize("path", KEYED_TASK_FIELDS)
+# keyed, but with one valid value only: the runner image's Python (schemas/task.py)
+ONE_VALUE = {"environment.python"}
+
+
+@pytest.mark.parametrize("path", sorted(set(KEYED_TASK_FIELDS) - ONE_VALUE))
 def test_each_keyed_field_changes_the_key(path: str) -> None:
     assert path in OTHER_VALUE, f"give {path} another valid value in OTHER_VALUE"
     changed = spec_with(path, OTHER_VALUE[path])

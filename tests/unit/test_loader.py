@@ -217,14 +217,16 @@ def test_duplicate_yaml_key_is_reported_not_silently_overwritten() -> None:
     assert line.startswith(f"{FILE}: line {last_line}, column 1: duplicate key 'id'")
 
 
-def test_duplicate_task_id_keeps_the_first_in_sorted_order() -> None:
+def test_task_id_must_match_its_directory() -> None:
+    """A task whose id differs from its folder is refused in one line (issue 22): -k, the
+    records and replay name it by its id, a person by its folder. Within a suite that also
+    rules out a duplicate id."""
     write_task("t2", task_data(id="same"))
-    write_task("t1", task_data(id="same"))
+    write_task("t1", task_data(id="t1"))
     result = discover(Path("taskpacks"), [SUITE])
     assert [task.path.parent.name for task in result.tasks] == ["t1"]
     assert only_line(result.problems) == (
-        f"taskpacks/{SUITE}/t2/task.yaml: id: duplicate task id 'same' "
-        f"(also defined in taskpacks/{SUITE}/t1/task.yaml)"
+        f"taskpacks/{SUITE}/t2/task.yaml: id: 'same' does not match its directory 't2'"
     )
 
 
@@ -324,17 +326,17 @@ def test_task_directory_without_task_yaml_is_reported() -> None:
 
 
 MALFORMED_TEXTS = {
-    "b-unknown": yaml.safe_dump(task_data(id="b", agent={"max_stepz": 3})),
+    "b-unknown": yaml.safe_dump(task_data(id="b-unknown", agent={"max_stepz": 3})),
     "c-yaml": "id: [unclosed\n",
     "d-empty": "",
-    "e-enum": yaml.safe_dump(task_data(id="e", environment={"network_policy": "open"})),
-    "f-version": yaml.safe_dump(task_data(id="f", task_spec_version=2)),
+    "e-enum": yaml.safe_dump(task_data(id="e-enum", environment={"network_policy": "open"})),
+    "f-version": yaml.safe_dump(task_data(id="f-version", task_spec_version=2)),
 }
 
 
 def test_mixed_directory_loads_the_valid_tasks_and_reports_the_rest() -> None:
-    write_task("a-valid", task_data(id="a"))
-    write_task("g-valid", task_data(id="g"))
+    write_task("a", task_data(id="a"))
+    write_task("g", task_data(id="g"))
     for name, text in MALFORMED_TEXTS.items():
         write_text(name, text)
     result = discover(Path("taskpacks"), [SUITE])
@@ -354,7 +356,8 @@ def test_discovery_order_does_not_depend_on_creation_order(
         monkeypatch.chdir(root)
         for name in creation:
             write_task(name, task_data(id=name))
-            write_task(name, task_data(id=f"h-{name}", suite="custom-heldout"), "custom-heldout")
+            write_task(f"h-{name}", task_data(id=f"h-{name}", suite="custom-heldout"),
+                       "custom-heldout")
         orders.append([task.id for task in discover(Path("taskpacks"), None).tasks])
     assert orders[0] == orders[1]
     assert orders[0][: len(names)] == sorted(names)
@@ -422,3 +425,35 @@ def test_no_message_leaks_tracebacks_or_pydantic_wording() -> None:
         f"taskpacks/{SUITE}/t-binary/task.yaml: line 2, column 9: YAML syntax error: "
         "unacceptable character #x0001: special characters are not allowed"
     ) in lines
+
+
+@pytest.mark.parametrize(("environment", "message"), [
+    ({"python": "3.12"}, "environment.python: '3.12' is not provided by the runner image "
+                         "(supported: 3.11); for another version name an image that has it in "
+                         "environment.docker_image and leave python out"),
+    ({"docker_image": "python:3.12-slim", "python": "3.12"},
+     "environment.python: cannot be chosen with docker_image (the image's own Python runs): "
+     "leave python out (in '3.12')"),
+])
+def test_a_python_the_sandbox_does_not_run_is_refused(
+    environment: dict[str, str], message: str
+) -> None:
+    """`python: "3.12"` was accepted and the task silently ran 3.11 (issue 22 item 10)."""
+    write_task("t1", task_data(environment=environment))
+    assert only_line(discover(Path("taskpacks"), [SUITE]).problems) == f"{FILE}: {message}"
+
+
+def test_the_runner_images_python_and_an_image_of_ones_own_load() -> None:
+    write_task("t1", task_data(environment={"python": "3.11"}))
+    write_task("t2", task_data(id="t2", environment={"docker_image": "python:3.12-slim"}))
+    result = discover(Path("taskpacks"), [SUITE])
+    assert not result.problems
+    assert [t.spec.environment.python for t in result.tasks] == ["3.11", "3.11"]
+
+
+def test_a_per_task_agent_entrypoint_is_refused_not_ignored() -> None:
+    """`agent.entrypoint` was accepted and never read: the run's variant is the agent."""
+    write_task("t1", task_data(agent={"entrypoint": "oracle"}))
+    assert only_line(discover(Path("taskpacks"), [SUITE]).problems) == (
+        f"{FILE}: agent.entrypoint: not supported: the agent is chosen per run "
+        "(--agentbench-variant), not per task; remove this field (in 'oracle')")
