@@ -107,7 +107,8 @@ def _project_taskpacks() -> Path:
     return find_project().taskpacks
 
 
-def _bench(tmp: Path, source: str, gate_runs: int, exploits: bool) -> tuple[Any, Any]:
+def _bench(tmp: Path, source: str, gate_runs: int, exploits: bool,
+           sandbox: str | None = None) -> tuple[Any, Any]:
     from pytest_agentbench.harvest.gate import Gate
     from pytest_agentbench.harvest.runs import Bench
     from pytest_agentbench.repos.mirror import MirrorCache
@@ -115,7 +116,7 @@ def _bench(tmp: Path, source: str, gate_runs: int, exploits: bool) -> tuple[Any,
     from pytest_agentbench.run.hostenv import trial_defaults
     from pytest_agentbench.sandbox.image import ensure_image
 
-    sandbox = os.environ.get("AGENTBENCH_HARVEST_SANDBOX", "docker")
+    sandbox = sandbox or os.environ.get("AGENTBENCH_HARVEST_SANDBOX", "docker")
     sandboxes, mirrors = sandbox_factory(sandbox), MirrorCache()
     defaults = trial_defaults(sandbox)
     if sandbox == "docker":

@@ -137,6 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_validate_command(sub)
     add_cache_command(sub)
     add_harvest_command(sub)
+    from pytest_agentbench.cli.task_new import add_task_command
+
+    add_task_command(sub)
     try:
         from pytest_agentbench.reporting.cli import add_report_commands
     except ImportError:

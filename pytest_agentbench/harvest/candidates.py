@@ -60,6 +60,15 @@ def examine(mirror: Path, commit: Commit, limits: Limits, setup: tuple[str, ...]
     if digest in seen_fixes:
         return Dropped(commit, "DUPLICATE_FIX")
     seen_fixes.add(digest)
+    return build(mirror, commit, parent, parts, modules, setup, fix)
+
+
+def build(mirror: Path, commit: Commit, parent: str, parts: Split, modules: tuple[str, ...],
+          setup: tuple[str, ...], fix: bytes | None = None) -> Candidate:
+    """The candidate of the change `parent` -> `commit`: its two patches and its setup plan
+    (`agentbench task new` enters here for one change, past the harvest's filters)."""
+    if fix is None:
+        fix = history.patch(mirror, parent, commit.sha, [c.path for c in parts.source])
     tests = history.patch(mirror, parent, commit.sha, [c.path for c in parts.tests])
     paths = history.files_at(mirror, parent)
     plan = infer_setup(lambda p: history.read_at(mirror, parent, p), paths, setup)

@@ -75,7 +75,7 @@ def run_candidate(bench: Bench, name: str, parent: str, plan: SetupPlan, modules
         _write(dest / FIX_PATCH, fix_patch)
         sandbox = bench.sandboxes.open(_spec(bench, dest, env_dir, plan, network=False))
         try:
-            _test_runs(bench, sandbox, plan, modules, runs)
+            _test_runs(bench, sandbox, plan, modules, runs, bool(tests_patch))
         finally:
             sandbox.close()
     except RepoError as exc:
@@ -90,11 +90,15 @@ def run_candidate(bench: Bench, name: str, parent: str, plan: SetupPlan, modules
 
 
 def _test_runs(bench: Bench, sandbox: Sandbox, plan: SetupPlan, modules: list[str],
-               runs: Runs) -> None:
+               runs: Runs, has_tests: bool = True) -> None:
+    """`has_tests` False: a change without a test part (`task new`), its tests already there."""
     for patch, reason, target in ((TESTS_PATCH, "TESTS_PATCH_FAILED", runs.pre),
                                   (FIX_PATCH, "FIX_PATCH_FAILED", runs.post)):
-        applied = sandbox.exec(apply_command(patch), timeout_sec=120)
-        if not applied.ok:
+        if patch == TESTS_PATCH and not has_tests:
+            applied = None
+        else:
+            applied = sandbox.exec(apply_command(patch), timeout_sec=120)
+        if applied is not None and not applied.ok:
             runs.reason, runs.detail = reason, applied.stderr.strip()[-300:]
             return
         for _ in range(PRE_RUNS if target is runs.pre else POST_RUNS):

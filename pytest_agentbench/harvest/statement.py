@@ -21,9 +21,19 @@ _TRAILER = re.compile(r"^[A-Z][A-Za-z-]+-by:|^(?:Refs?|See|Closes|Fixes|Resolves
 MAX_CHARS = 4_000
 
 
+def _added(fix_patch: str) -> set[str]:
+    """The lines the fix adds that are long enough to be its code, stripped."""
+    return {line[1:].strip() for line in fix_patch.splitlines()
+            if line.startswith("+") and not line.startswith("+++") and len(line.strip()) > 12}
+
+
+def leaked_code(text: str, fix_patch: str) -> str | None:
+    """A line of code the fix adds that `text` (a description given by hand) repeats, or None."""
+    return next((line for line in sorted(_added(fix_patch)) if line in text), None)
+
+
 def from_commit(subject: str, body: str, fix_patch: str) -> str:
-    added = {line[1:].strip() for line in fix_patch.splitlines()
-             if line.startswith("+") and not line.startswith("+++") and len(line.strip()) > 12}
+    added = _added(fix_patch)
     lines = []
     for line in [subject, *body.splitlines()]:
         if _TRAILER.match(line.strip()) or line.strip() in added:

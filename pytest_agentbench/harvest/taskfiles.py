@@ -36,7 +36,8 @@ class HarvestedTask:
     plan: SetupPlan
     verdict: Verdict
     fix_patch: bytes
-    tests_patch: bytes
+    tests_patch: bytes  # empty: the change has no test part, nothing is hidden
+    labels: tuple[str, ...] = ("harvested",)
 
 
 def commands(task: HarvestedTask) -> tuple[str, str] | None:
@@ -55,14 +56,14 @@ def spec(task: HarvestedTask) -> dict[str, Any]:
     return {
         "task_spec_version": 1, "id": task.task_id, "suite": task.suite,
         "description": task.description,
-        "labels": ["harvested", task.verdict.kind],
+        "labels": [*task.labels, task.verdict.kind],
         "repo": {"url": task.repo_url, "commit": task.parent},
         "environment": environment,
         "setup": {"commands": list(task.plan.commands)},
         "validation": {
             "failing_command": failing, "passing_command": passing,
             "expected_failing_tests": list(task.verdict.baseline_failing),
-            "hidden_tests": TESTS,
+            **({"hidden_tests": TESTS} if task.tests_patch else {}),
         },
     }
 
@@ -74,14 +75,21 @@ def write(task: HarvestedTask, suite_dir: Path) -> Path:
     tmp = suite_dir / f".{task.task_id}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    (tmp / TASK_FILE).write_text(
-        yaml.safe_dump(spec(task), sort_keys=False, allow_unicode=True, width=100), "utf-8")
-    (tmp / ORACLE).write_bytes(task.fix_patch)
-    (tmp / TESTS).write_bytes(task.tests_patch)
-    (tmp / PROVENANCE).write_text(json.dumps(provenance(task), indent=2) + "\n", "utf-8")
+    write_files(task, tmp)
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)
     return final
+
+
+def write_files(task: HarvestedTask, directory: Path, task_yaml: str | None = None) -> None:
+    """The task's files into an existing `directory`; `task_yaml` replaces the plain dump."""
+    text = task_yaml if task_yaml is not None else yaml.safe_dump(
+        spec(task), sort_keys=False, allow_unicode=True, width=100)
+    (directory / TASK_FILE).write_text(text, "utf-8")
+    (directory / ORACLE).write_bytes(task.fix_patch)
+    if task.tests_patch:
+        (directory / TESTS).write_bytes(task.tests_patch)
+    (directory / PROVENANCE).write_text(json.dumps(provenance(task), indent=2) + "\n", "utf-8")
 
 
 def provenance(task: HarvestedTask) -> dict[str, Any]:
