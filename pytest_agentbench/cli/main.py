@@ -133,8 +133,10 @@ def build_parser() -> argparse.ArgumentParser:
     from pytest_agentbench.cli.cache import add_cache_command
     from pytest_agentbench.cli.harvest import add_harvest_command
     from pytest_agentbench.cli.validate import add_validate_command
+    from pytest_agentbench.cli.view import add_view_command
 
     add_validate_command(sub)
+    add_view_command(sub)
     add_cache_command(sub)
     add_harvest_command(sub)
     from pytest_agentbench.cli.task_new import add_task_command
