@@ -1,11 +1,15 @@
 """Regression gate for CI: is the candidate run worse than the baseline run?
 
-On the paired sample of `paired.compare` (same pairing invariants and exclusions), with D the
+On the paired sample of `paired.compare` (same pairing invariants and exclusions, and the same
+primary test as `report paired`: McNemar, exact binomial below 25 discordant pairs), with D the
 drop in pass rate A - B, U and L the one-sided (1 - alpha) upper and lower bounds of D from the
-paired bootstrap over tasks. When no pair is discordant the bootstrap has no spread (U = L = 0
-whatever the sample size); U is then the exact bound 1 - alpha^(1/T) over the T tasks (no task
-showed a drop: D <= P(A passes, B fails), whose one-sided Clopper-Pearson bound with no event is
-that). Each configured check has three answers:
+paired bootstrap over tasks. The bootstrap stands alone only when at least 10 tasks have a pair
+going each way (stats.BOOTSTRAP_MIN_PER_SIDE); below that its bounds are widened to the exact
+ones of stats.exact_section (Clopper-Pearson on each discordant proportion, Bonferroni, counts
+scaled to tasks): when no pair favours the baseline every resample shows no drop and the
+bootstrap's U degenerates to 0 whatever the sample size, which would rule out any drop (issue 26,
+"a false green": 3 tasks, the candidate winning the only discordant one, read OK).
+Each configured check has three answers:
 - max-drop: REGRESSION if the observed drop D exceeds `max_drop`; OK if U <= max_drop (a drop
   that large is ruled out); else INCONCLUSIVE;
 - non-inferiority (`margin`): REGRESSION if L > margin (the candidate is shown worse than the
@@ -27,11 +31,12 @@ from typing import Any
 
 import pytest_agentbench.reporting.stats as stats
 from pytest_agentbench.reporting.load import ReportError, Run
-from pytest_agentbench.reporting.paired import Missing, PairedReport, compare
+from pytest_agentbench.reporting.paired import Method, Missing, PairedReport, compare
 
 SCHEMA_VERSION = 1  # issue 14 added keys only: outcome, inconclusive, inconclusive_ok, mde
 DEFAULT_MAX_DROP = 0.05
 EXIT_OK, EXIT_REGRESSION, EXIT_INCONCLUSIVE = 0, 1, 3
+PRIMARY_METHOD: Method = "mcnemar"  # as `report paired` and `report compare` by default
 
 
 @dataclass
@@ -76,8 +81,8 @@ def gate(
             raise ReportError(f"{name} must be a proportion in [0, 1], got {value}")
     if not 0 < alpha < 1:
         raise ReportError(f"alpha must be in (0, 1), got {alpha}")
-    report = compare(baseline, candidate, "bootstrap", missing, allow_mismatch, seed, resamples,
-                     alpha, infra_as_failure)
+    report = compare(baseline, candidate, PRIMARY_METHOD, missing, allow_mismatch, seed,
+                     resamples, alpha, infra_as_failure)
     p = report.data
     if p["pairs"] == 0:
         ex = p["exclusions"]
@@ -87,7 +92,7 @@ def gate(
             f"{ex['quarantined_pairs']} quarantined pair(s), {ex['infra_pairs']} infra-error "
             f"pair(s); {p['pairing']['common_tasks']} task(s) in common)")
     drop = p["pass_rate_a"] - p["pass_rate_b"]
-    upper, lower = _drop_bounds(report, alpha)
+    upper, lower, bound_method = _drop_bounds(report, alpha)
     checks: list[dict[str, Any]] = []
     if max_drop is not None:
         checks.append({"mode": "max_drop", "threshold": max_drop, "value": drop,
@@ -116,8 +121,8 @@ def gate(
         "baseline": p["run_a"], "candidate": p["run_b"],
         "max_drop": max_drop, "margin": margin, "alpha": alpha,
         "observed_drop": drop, "drop_upper_bound": upper, "drop_lower_bound": lower,
-        "bound_method": ("exact, no discordant pair" if p["table"]["a_only"]
-                         + p["table"]["b_only"] == 0 else "paired bootstrap over tasks"),
+        "bound_method": bound_method,
+        "primary_method": p["method"], "significant": p["significant"],
         "mde": mde,
         "checks": checks,
         "verdict": _verdict(outcome, p, checks, alpha),
@@ -126,15 +131,17 @@ def gate(
     return result
 
 
-def _drop_bounds(report: PairedReport, alpha: float) -> tuple[float, float]:
-    """One-sided (1 - alpha) upper and lower bounds of the drop A - B (module docstring)."""
-    table = report.data["table"]
-    if table["a_only"] + table["b_only"] == 0:  # the bootstrap has no spread: exact bound
-        tasks = max(int(report.data["tasks"]), 1)
-        return 1.0 - alpha ** (1.0 / tasks), 0.0
+def _drop_bounds(report: PairedReport, alpha: float) -> tuple[float, float, str]:
+    """One-sided (1 - alpha) upper and lower bounds of the drop A - B, and how they were made
+    (module docstring)."""
+    exact = report.data["exact"]
     upper = stats.one_sided_upper(-report.distribution, 1 - alpha)
     lower = -stats.one_sided_upper(report.distribution, 1 - alpha)
-    return upper, lower
+    if exact["bootstrap_alone"]:
+        return upper, lower, "paired bootstrap over tasks"
+    upper, lower = max(upper, exact["drop_upper"]), min(lower, exact["drop_lower"])
+    return upper, lower, (f"exact ({exact['method']}), the bootstrap's when wider: fewer than "
+                          f"{stats.BOOTSTRAP_MIN_PER_SIDE} tasks disagree each way")
 
 
 def _pts(x: float) -> str:
@@ -157,9 +164,11 @@ def _verdict(outcome: str, p: dict[str, Any], checks: list[dict[str, Any]],
     for c in checks:
         bound = (f"its one-sided {(1 - alpha) * 100:.0f}% upper bound "
                  f"{_pts(c['upper_bound'])}"
-                 + (" (exact: no pair disagreed)" if not t["a_only"] + t["b_only"]
-                    else f" (paired bootstrap over tasks, {boot['resamples']} resamples, seed "
-                         f"{boot['seed']})"))
+                 + (f" (paired bootstrap over tasks, {boot['resamples']} resamples, seed "
+                    f"{boot['seed']})" if p["exact"]["bootstrap_alone"]
+                    else f" (exact: {p['exact']['a_only_tasks']} task(s) favour the baseline "
+                         f"and {p['exact']['b_only_tasks']} the candidate, too few for the "
+                         "bootstrap)"))
         if c["mode"] == "max_drop":
             verdict = ("exceeds" if c["regression"] else "is within")
             parts.append(f"The observed drop of {_pts(c['value'])} {verdict} the allowed "
@@ -175,7 +184,10 @@ def _verdict(outcome: str, p: dict[str, Any], checks: list[dict[str, Any]],
                             f"{_pts(c['lower_bound'])} does not (neither shown)."))
     parts.append(_mde_sentence(outcome, p["power"], checks))
     parts.append(f"{t['a_only']} pair(s) passed only on the baseline and {t['b_only']} only on "
-                 f"the candidate (McNemar, {mc['test']}: p = {mc['pvalue']:.4g}).")
+                 f"the candidate; the primary test, as in report paired, is McNemar "
+                 f"({mc['test']}): p = {mc['pvalue']:.4g}, "
+                 f"{'significant' if p['significant'] else 'not significant'} at alpha = "
+                 f"{alpha}.")
     infra = (f"{ex['infra_pairs']} pair(s) with an infra error were kept and counted as "
              "failures" if ex["infra_counted_as_failure"]
              else f"{ex['infra_pairs']} infra-error pair(s) were excluded")
@@ -199,5 +211,5 @@ def _mde_sentence(outcome: str, pw: dict[str, Any], checks: list[dict[str, Any]]
     if outcome == "inconclusive":
         return (f"{head}; the gate is asked about {_pts(limit)}. This run neither shows a "
                 "regression of that size nor rules it out: run more tasks or attempts "
-                "(`agentbench plan` says how many).")
+                "(agentbench plan says how many).")
     return f"{head}."

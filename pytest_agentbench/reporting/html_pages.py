@@ -116,6 +116,8 @@ def _extras(d: dict[str, Any]) -> list[tuple[str, list[tuple[str, str]]]]:
             part = task.get(key)
             if isinstance(part, dict) and part.get("pvalue") is not None:
                 rows.append((label, _p(part["pvalue"])))
+        if task.get("small_sample"):  # the large-sample tests above are hidden: say why
+            rows.append(("paired t, Wilcoxon, clustered McNemar", str(task["small_sample"])))
         out.append(("Task level (every attempt, tasks as units)", rows))
     return out
 

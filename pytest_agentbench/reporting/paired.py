@@ -298,6 +298,13 @@ def compare(
     per_task = diff.groupby(pairs["task_id"]).agg(["sum", "size"])
     dist = stats.bootstrap_distribution(per_task["sum"], per_task["size"], resamples, seed)
     ci_low, ci_high = stats.percentile_interval(dist, 1 - alpha)
+    task_ids, codes = _task_codes(pairs)
+    exact = _exact(pairs, codes, table, n, len(task_ids), alpha)
+    interval = "percentile"
+    if n and not exact["bootstrap_alone"]:  # small sample: never tighter than the exact bounds
+        ci_low, ci_high = min(ci_low, exact["ci_low"]), max(ci_high, exact["ci_high"])
+        interval = (f"percentile, widened to the exact interval: fewer than "
+                    f"{stats.BOOTSTRAP_MIN_PER_SIDE} tasks disagree each way")
     rate_a = float(pairs["a_passed"].mean()) if n else math.nan
     rate_b = float(pairs["b_passed"].mean()) if n else math.nan
     significant = (mc.pvalue < alpha if method == "mcnemar"
@@ -318,14 +325,25 @@ def compare(
         "bootstrap": {"estimate": _num(rate_b - rate_a), "ci_low": _num(ci_low),
                       "ci_high": _num(ci_high), "confidence": 1 - alpha,
                       "resamples": resamples, "seed": seed, "unit": "task",
-                      "interval": "percentile"},
+                      "interval": interval},
+        "exact": exact,
         "significant": bool(significant),
     }
-    task_ids, codes = _task_codes(pairs)
     data["power"] = paired_tasks.power_section(pairs, codes, alpha, mc.b + mc.c)
     data["task_level"] = paired_tasks.task_level(
         pairs, codes, task_ids, a.attempts, b.attempts, infra_as_failure, alpha, resamples, seed)
     return PairedReport(data=data, pairs=pairs, distribution=dist)
+
+
+def _exact(pairs: pd.DataFrame, codes: np.ndarray, table: dict[str, int], n: int, tasks: int,
+           alpha: float) -> dict[str, Any]:
+    """stats.exact_section for these pairs: how many tasks have a pair going each way."""
+    a = pairs["a_passed"].to_numpy(dtype=bool)
+    b = pairs["b_passed"].to_numpy(dtype=bool)
+    a_tasks = int(np.count_nonzero(np.bincount(codes[a & ~b], minlength=tasks)))
+    b_tasks = int(np.count_nonzero(np.bincount(codes[~a & b], minlength=tasks)))
+    return stats.exact_section(table["a_only"], table["b_only"], n, tasks, a_tasks, b_tasks,
+                               alpha)
 
 
 def _task_codes(pairs: pd.DataFrame) -> tuple[pd.Index, np.ndarray]:

@@ -14,6 +14,13 @@ the pairs as independent. Here the unit is the task, and every scored attempt co
       X2 = [sum_k (b_k - c_k) / n_k]^2 / sum_k [(b_k - c_k) / n_k]^2  ~ chi-square(1);
   with one pair per task it is McNemar's statistic without continuity correction.
 
+Small samples (stats.py's rule, issue 26): the three tests above are large-sample (chi-square,
+t, Wilcoxon's normal approximation with ties) and are not shown when fewer than
+`stats.ASYMPTOTIC_MIN_TASKS` tasks have a non-zero difference (their p-value and statistic are
+null, `not_shown` says why; the exact McNemar of the pairs stands); the cluster bootstrap's
+interval is widened to the exact one (stats.exact_difference_bounds on the per-task differences,
+each task one unit) unless at least `stats.BOOTSTRAP_MIN_PER_SIDE` tasks differ each way.
+
 The power section is the minimum detectable effect of the pairs (power.py) at the report's alpha
 and power 0.8, with the pairs' discordance and the design effect of their clustering by task.
 Everything is vectorised over integer task codes: 100,000 tasks cost a few tens of milliseconds.
@@ -30,6 +37,7 @@ import numpy.typing as npt
 import pandas as pd
 
 import pytest_agentbench.reporting.power as power
+import pytest_agentbench.reporting.stats as stats
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -137,6 +145,23 @@ def task_level(pairs: pd.DataFrame, codes: npt.NDArray[np.intp], tasks: pd.Index
     mean = float(diffs.mean()) if len(diffs) else math.nan
     t_test, signed_rank = paired_t(diffs), wilcoxon(diffs)
     clustered = durkalski(a_only[has], b_only[has], per_pairs[has])
+    nonzero = int(np.count_nonzero(diffs))
+    small = None
+    if nonzero < stats.ASYMPTOTIC_MIN_TASKS:
+        small = (f"not shown: large-sample test, needs at least {stats.ASYMPTOTIC_MIN_TASKS} "
+                 f"tasks with a non-zero difference, here {nonzero}; the exact McNemar test "
+                 "of the pairs stands")
+        for part in (t_test, signed_rank, clustered):
+            part.update(statistic=None, pvalue=None, not_shown=small)
+    up, down = int((diffs > 0).sum()), int((diffs < 0).sum())
+    interval = "percentile"
+    if len(diffs) and min(up, down) < stats.BOOTSTRAP_MIN_PER_SIDE:
+        e_low, e_high = stats.exact_difference_bounds(
+            float(np.clip(diffs, 0, None).sum()), float(np.clip(-diffs, 0, None).sum()),
+            len(diffs), alpha / 2)
+        low, high = min(float(low), e_low), max(float(high), e_high)
+        interval = (f"percentile, widened to the exact interval: fewer than "
+                    f"{stats.BOOTSTRAP_MIN_PER_SIDE} tasks differ each way")
     return {
         "unit": "task", "tasks": int(both.sum()),
         "attempts_a": int(n_a.sum()), "attempts_b": int(n_b.sum()),
@@ -145,7 +170,8 @@ def task_level(pairs: pd.DataFrame, codes: npt.NDArray[np.intp], tasks: pd.Index
         "mean_difference": _num(mean),
         "bootstrap": {"ci_low": _num(float(low)), "ci_high": _num(float(high)),
                       "confidence": 1 - alpha, "resamples": resamples, "seed": seed,
-                      "interval": "percentile", "resampled": "tasks"},
+                      "interval": interval, "resampled": "tasks"},
+        "nonzero_tasks": nonzero, "small_sample": small,
         "t_test": t_test,
         "wilcoxon": signed_rank,
         "clustered_mcnemar": clustered,
@@ -158,7 +184,8 @@ def task_level(pairs: pd.DataFrame, codes: npt.NDArray[np.intp], tasks: pd.Index
             "rate_a": rate_a[both].tolist(), "rate_b": rate_b[both].tolist(),
         },
         "summary_line": _task_line(int(both.sum()), mean, low, high, alpha, t_test,
-                                   signed_rank, clustered),
+                                   signed_rank, clustered, small,
+                                   interval == "percentile"),
     }
 
 
@@ -172,12 +199,17 @@ def _p(x: float | None) -> str:
 
 def _task_line(tasks: int, mean: float, low: float, high: float, alpha: float,
                t_test: dict[str, Any], wilcoxon_: dict[str, Any],
-               clustered: dict[str, Any]) -> str:
+               clustered: dict[str, Any], small: str | None, boot_alone: bool) -> str:
     if tasks == 0:
         return "Task level: no task was scored in both runs."
-    return (f"Task level (every scored attempt, {tasks} tasks): mean per-task difference B − A "
-            f"{_pts(mean)}, {(1 - alpha) * 100:.0f}% cluster-bootstrap CI [{_pts(low)}, "
-            f"{_pts(high)}]; paired t p = {_p(t_test['pvalue'])}, Wilcoxon signed-rank p = "
+    head = (f"Task level (every scored attempt, {tasks} tasks): mean per-task difference B − A "
+            f"{_pts(mean)}, {(1 - alpha) * 100:.0f}% "
+            f"{'cluster-bootstrap' if boot_alone else 'exact (few tasks differ)'} CI [{_pts(low)}, "
+            f"{_pts(high)}]")
+    if small is not None:
+        return (f"{head}; paired t, Wilcoxon signed-rank and clustered McNemar (Durkalski 2003) "
+                f"{small}.")
+    return (f"{head}; paired t p = {_p(t_test['pvalue'])}, Wilcoxon signed-rank p = "
             f"{_p(wilcoxon_['pvalue'])}, clustered McNemar (Durkalski 2003) p = "
             f"{_p(clustered['pvalue'])}.")
 
@@ -188,8 +220,9 @@ def power_section(pairs: pd.DataFrame, codes: npt.NDArray[np.intp], alpha: float
     n = len(pairs)
     tasks = int(codes.max()) + 1 if n else 0
     psi = discordant / n if n else math.nan
-    icc = None
+    icc, icc_note = None, "unknown, taken as 1"
     if n and tasks < n:
+        icc_note = "undefined: no pair difference varies (0/0), taken as 1"
         d = (pairs["b_passed"].to_numpy(dtype=np.int8)
              - pairs["a_passed"].to_numpy(dtype=np.int8)).astype(np.float64)
         icc = power.anova_icc(d, codes)
@@ -200,6 +233,7 @@ def power_section(pairs: pd.DataFrame, codes: npt.NDArray[np.intp], alpha: float
     out = {
         "alpha": alpha, "power": power.MDE_POWER, "sides": 2, "pairs": n,
         "discordance": _num(psi), "attempts_per_task": per_task, "icc": icc,
+        "icc_note": icc_note if icc is None else None,
         "design_effect": deff, "effective_pairs": effective, "mde": mde,
         "formula": power.FORMULA, "discordance_under_effect": "max(observed discordance, MDE)",
     }
@@ -215,9 +249,10 @@ def mde_line(p: dict[str, Any]) -> str:
                 f"{p['power'] * 100:.0f}% power.")
     cluster = ""
     if p["design_effect"] > 1:
+        icc = (p.get("icc_note") or "unknown, taken as 1" if p["icc"] is None
+               else format(p["icc"], ".2f"))
         cluster = (f", design effect {p['design_effect']:.2f} for "
-                   f"{p['attempts_per_task']:.2g} attempts per task (ICC "
-                   f"{'unknown, taken as 1' if p['icc'] is None else format(p['icc'], '.2f')})")
+                   f"{p['attempts_per_task']:.2g} attempts per task (ICC {icc})")
     return (f"Minimum detectable effect: {p['mde'] * 100:.1f} points (two-sided McNemar, alpha = "
             f"{p['alpha']}, power {p['power'] * 100:.0f}%, Connor 1987) from {p['pairs']} pairs, "
             f"discordance {p['discordance'] * 100:.1f}%{cluster}; smaller differences can go "

@@ -18,7 +18,10 @@ Where psi and the ICC come from:
   when no task has two attempts it is bounded by pbar (1 - pbar) (Jensen), which is larger. The
   ICC is that of the pass outcome within tasks, a stand-in for that of the differences.
 With no ICC estimate (one attempt per task everywhere) and K > 1, ICC = 1 is assumed: extra
-attempts are then worth nothing, the conservative answer. `icc=` overrides every estimate.
+attempts are then worth nothing, the conservative answer. An undefined ICC (nothing varies in the
+pilot, e.g. every attempt passed: the ANOVA ratio is 0/0, not 0) is unknown too, taken as 1 and
+said so (issue 26: it read 0.000 and asked for a third of the tasks). `icc=` overrides every
+estimate.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ import pytest_agentbench.reporting.power as power
 from pytest_agentbench.reporting.load import ReportError, Run
 
 SCHEMA_VERSION = 1
+_UNDEFINED = ("undefined: no {what} varies in the pilot (the ratio is 0/0); taken as 1, as an "
+              "unknown ICC, so extra attempts count for nothing")
 MIN_EFFECT = 0.001  # a tenth of a point: already millions of tasks; below it n / delta^2 overflows
 
 
@@ -66,7 +71,9 @@ def _from_two(a: Run, b: Run, effect: float, missing: Any, allow_mismatch: Any,
     return {"mode": "two pilots", "pairs": n, "tasks": tasks, "p10": p10, "p01": p01,
             "observed_discordance": p10 + p01, "observed_difference": p01 - p10,
             "psi": max(p10 + p01, effect), "icc": icc,
-            "icc_source": "pair differences B - A within tasks" if icc is not None else None,
+            "icc_source": ("pair differences B - A within tasks" if icc is not None
+                           else _UNDEFINED.format(what="pair difference B - A")
+                           if tasks < n else None),
             "assumption": (f"the discordance of the pilot pair ({(p10 + p01) * 100:.1f}% of "
                            "pairs disagree) holds in the full run"
                            + (f", raised to the effect ({effect * 100:.1f}%), the least an "
@@ -101,7 +108,9 @@ def _from_one(a: Run, effect: float, infra_as_failure: bool) -> dict[str, Any]:
             "pass_rate": float(passed.mean()), "within_task_variance": var,
             "within_task_variance_source": var_source,
             "psi": min(1.0, 2 * var + effect), "icc": icc,
-            "icc_source": "pass outcome within tasks" if icc is not None else None,
+            "icc_source": ("pass outcome within tasks" if icc is not None
+                           else _UNDEFINED.format(what="pass outcome")
+                           if several.any() else None),
             "assumption": ("B is A shifted by the effect, its attempts independent of A's given "
                            "the task; discordance = 2 mean p_t(1 - p_t) + effect, an upper bound "
                            "of the exact 2 mean p_t(1 - p_t) + effect (1 - 2 p_t)")}
@@ -117,7 +126,7 @@ def plan(pilot_a: Run, pilot_b: Run | None = None, effect: float = 0.05, alpha: 
               _from_two(pilot_a, pilot_b, effect, missing, allow_mismatch, infra_as_failure))
     if icc is not None:
         inputs["icc"], inputs["icc_source"] = icc, "given (--icc)"
-    elif inputs["icc"] is None and attempts > 1:
+    elif inputs["icc"] is None and attempts > 1 and inputs["icc_source"] is None:
         inputs["icc_source"] = ("unknown (the pilot has one attempt per task): taken as 1, so "
                                 "extra attempts count for nothing")
     try:

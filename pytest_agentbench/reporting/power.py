@@ -105,8 +105,9 @@ def anova_icc(values: npt.ArrayLike, clusters: npt.ArrayLike) -> float | None:
     """One-way ANOVA intraclass correlation of `values` grouped by `clusters`, clipped to
     [0, 1]: (MSB - MSW) / (MSB + (m0 - 1) MSW), m0 = (N - sum n_k^2 / N) / (K - 1).
 
-    None when it cannot be estimated (fewer than two clusters, or no cluster with two values);
-    0.0 when nothing varies at all.
+    None when it cannot be estimated: fewer than two clusters, no cluster with two values, or
+    nothing varies at all (every value equal: the ratio is 0/0, undefined, not 0; callers then
+    take the conservative ICC = 1 of an unknown one, issue 26).
     """
     y = np.asarray(values, dtype=np.float64)
     _, codes = np.unique(np.asarray(clusters), return_inverse=True)
@@ -120,8 +121,8 @@ def anova_icc(values: npt.ArrayLike, clusters: npt.ArrayLike) -> float | None:
     msw = float(((y - means[codes]) ** 2).sum() / (total - k))
     m0 = (total - float((sizes**2).sum()) / total) / (k - 1)
     denom = msb + (m0 - 1) * msw
-    if denom <= 0:
-        return 0.0
+    if denom <= 0:  # msb = msw = 0: no variance anywhere
+        return None
     return float(min(max((msb - msw) / denom, 0.0), 1.0))
 
 

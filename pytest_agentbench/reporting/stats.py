@@ -10,6 +10,16 @@
   gate pay for scipy.
 - `pass_at_k`: the unbiased estimator 1 - C(n-c, k) / C(n, k) (Chen et al., 2021), exact.
 - `paired_bootstrap`: percentile bootstrap over tasks for the difference in pass rate B - A.
+- `exact_difference_bounds`, `exact_section`: bounds of a paired difference that hold at any
+  sample size (Clopper-Pearson on each discordant proportion, Bonferroni), the floor under the
+  bootstrap's bounds when few tasks disagree (the small-sample rule below).
+
+Small-sample rule (issue 26): no bound or p-value is reported tighter than an exact method gives.
+The percentile bootstrap over tasks is used alone only when at least `BOOTSTRAP_MIN_PER_SIDE`
+tasks have a pair going each way; below that (e.g. no pair favours the baseline, where every
+resample shows no drop and the bound degenerates to 0) its bounds are widened to the exact ones.
+Large-sample statistics on the tasks (chi-square, t, normal approximations) are not shown below
+`ASYMPTOTIC_MIN_TASKS` tasks with a non-zero difference; the exact McNemar test stands instead.
 """
 
 from __future__ import annotations
@@ -25,6 +35,8 @@ import numpy as np
 import numpy.typing as npt
 
 EXACT_MCNEMAR_BELOW = 25  # discordant pairs b + c below this: exact binomial test
+BOOTSTRAP_MIN_PER_SIDE = 10  # tasks with a pair going each way for the bootstrap alone
+ASYMPTOTIC_MIN_TASKS = 25  # tasks with a non-zero difference for large-sample task statistics
 
 
 def wilson_interval(successes: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
@@ -215,3 +227,58 @@ def describe(values: npt.ArrayLike) -> dict[str, float | int | None]:
     p25, med, p75 = np.percentile(v, [25, 50, 75])
     return {"count": int(len(v)), "median": float(med), "p25": float(p25), "p75": float(p75),
             "max": float(v.max())}
+
+
+def clopper_pearson(x: float, n: float, tail: float) -> tuple[float, float]:
+    """One-sided Clopper-Pearson bounds (lower, upper) of a proportion from x events in n
+    trials, each bound with error probability `tail`: the beta quantiles of statsmodels'
+    `proportion_confint(x, n, alpha=2 * tail, method="beta")`, lower 0 at x = 0 and upper 1
+    at x = n. x may be fractional (counts scaled to tasks, see `exact_section`)."""
+    if n <= 0:
+        return (0.0, 1.0)
+    from scipy.stats import beta  # scipy: paired report and gate only
+
+    lower = 0.0 if x <= 0 else float(beta.ppf(tail, x, n - x + 1))
+    upper = 1.0 if x >= n else float(beta.ppf(1 - tail, x + 1, n - x))
+    return (lower, upper)
+
+
+def exact_difference_bounds(plus: float, minus: float, n: float,
+                            alpha: float) -> tuple[float, float]:
+    """One-sided (1 - alpha) lower and upper bounds of p_plus - p_minus, where `plus` of n
+    units went one way and `minus` the other (the rest tied): with each proportion's
+    Clopper-Pearson bounds at alpha / 2 (Bonferroni), upper = CP_up(plus) - CP_low(minus) and
+    lower = CP_low(plus) - CP_up(minus). Exact (conservative) at every sample size; with no unit
+    going either way the upper bound is 1 - (alpha / 2)^(1 / n)."""
+    p_low, p_up = clopper_pearson(plus, n, alpha / 2)
+    m_low, m_up = clopper_pearson(minus, n, alpha / 2)
+    return (p_low - m_up, p_up - m_low)
+
+
+def exact_section(a_only: int, b_only: int, pairs: int, tasks: int, a_only_tasks: int,
+                  b_only_tasks: int, alpha: float) -> dict[str, Any]:
+    """The exact bounds of the drop A - B for the paired report and the gate.
+
+    With several pairs per task the counts are scaled to the tasks (x tasks / pairs: the
+    effective sample size at ICC = 1, the conservative case `plan` also takes when the ICC is
+    unknown), so attempts of one task are not counted as independent evidence.
+    `bootstrap_alone` says whether enough tasks disagree each way for the bootstrap's bounds to
+    stand alone (the small-sample rule in the module docstring)."""
+    scale = tasks / pairs if pairs else 1.0
+    plus, minus = a_only * scale, b_only * scale
+    drop_lower, drop_upper = exact_difference_bounds(plus, minus, tasks, alpha)
+    two_low, two_high = exact_difference_bounds(plus, minus, tasks, alpha / 2)
+    alone = min(a_only_tasks, b_only_tasks) >= BOOTSTRAP_MIN_PER_SIDE
+    return {
+        "method": "Clopper-Pearson bound of each discordant proportion, Bonferroni"
+                  + (" (counts scaled to tasks)" if scale < 1 else ""),
+        "units": tasks, "a_only_units": plus, "b_only_units": minus,
+        "a_only_tasks": a_only_tasks, "b_only_tasks": b_only_tasks,
+        "drop_upper": drop_upper, "drop_lower": drop_lower,
+        "ci_low": -two_high, "ci_high": -two_low,  # two-sided, for B - A
+        "bootstrap_alone": alone,
+        "rule": (f"the bootstrap's bounds stand alone with at least {BOOTSTRAP_MIN_PER_SIDE} "
+                 "tasks having a pair go each way; here "
+                 f"{a_only_tasks} favour A and {b_only_tasks} favour B"
+                 + ("" if alone else ", so they are widened to the exact bounds")),
+    }

@@ -41,7 +41,8 @@ def test_paired_grid_discordant_first_with_relative_links(tmp_path: Path) -> Non
     assert 'href="../out/a/report.html#task-t4"' in page
     assert 'href="../out/b/report.html#task-t0"' in page
     assert 'class="pair-task none-pass"' in page  # t3: neither passes on both attempts
-    assert "Minimum detectable effect" in page and "clustered McNemar p" in page
+    assert "Minimum detectable effect" in page and "clustered McNemar" in page
+    assert "not shown: large-sample test" in page  # 2 tasks differ: hidden, and why
 
 
 def test_paired_page_tolerates_absent_power_and_task_level(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from scipy.stats import wilcoxon as scipy_wilcoxon
 from statsmodels.stats.contingency_tables import mcnemar
 
 import pytest_agentbench.reporting.paired_tasks as pt
+import pytest_agentbench.reporting.stats as stats
 from pytest_agentbench.reporting.load import load_runs
 from pytest_agentbench.reporting.paired import compare
 from tests.support.synthetic import make_record, write_run
@@ -42,7 +43,10 @@ def fixture_report(tmp_path: Path, fixture: dict[str, tuple[list[int], list[int]
     return compare(ra, rb, missing="skip", resamples=2000, **kw).data  # type: ignore[arg-type]
 
 
-def test_task_level_by_hand(tmp_path: Path) -> None:
+def test_task_level_by_hand(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 3 tasks differ: below the minimum the large-sample tests are hidden (see the next test);
+    # lowered here to check their numbers by hand
+    monkeypatch.setattr(stats, "ASYMPTOTIC_MIN_TASKS", 1)
     d = fixture_report(tmp_path)
     # the attempt-level numbers are those of the index pairs, as before: t2's third B attempt
     # has no partner; a_only = t1#1, b_only = t2#0, t2#1, t4#0
@@ -75,6 +79,24 @@ def test_task_level_by_hand(tmp_path: Path) -> None:
     assert boot["ci_low"] <= 5 / 24 <= boot["ci_high"] and boot["resampled"] == "tasks"
     assert "4 tasks" in tl["summary_line"] and "+20.8 pts" in tl["summary_line"]
     assert f"Durkalski 2003) p = {chi2.sf(1.0, 1):.4g}" in tl["summary_line"]
+
+
+def test_small_samples_hide_large_sample_tests_and_say_why(tmp_path: Path) -> None:
+    """Issue 26: 3 tasks, one discordant pair: exact McNemar p = 1, and below it a clustered
+    McNemar p = 0.3173 and a paired t p = 0.42 with no warning. Now not shown, with the reason."""
+    fixture = {"t1": ([1], [1]), "t2": ([1], [1]), "t3": ([0], [1])}
+    d = fixture_report(tmp_path, fixture)
+    assert d["mcnemar"]["exact"] and d["mcnemar"]["pvalue"] == 1.0
+    tl = d["task_level"]
+    assert isinstance(tl, dict) and tl["nonzero_tasks"] == 1
+    for key in ("t_test", "wilcoxon", "clustered_mcnemar"):
+        assert tl[key]["pvalue"] is None and tl[key]["statistic"] is None, key
+        assert "needs at least 25 tasks with a non-zero difference, here 1" in tl[key]["not_shown"]
+    line = tl["summary_line"]
+    assert "0.3173" not in line and "0.4226" not in line and "not shown" in line
+    # the task bootstrap's [+0, +100] is widened to the exact interval, which holds 0 widely
+    boot = tl["bootstrap"]
+    assert boot["ci_low"] < -0.5 and boot["ci_high"] == 1.0 and "exact" in boot["interval"]
 
 
 def test_task_level_is_reproducible_and_seeded(tmp_path: Path) -> None:

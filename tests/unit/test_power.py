@@ -98,7 +98,9 @@ def test_anova_icc_by_hand() -> None:
     assert icc == pytest.approx(0.5, abs=1e-12)
     assert power.anova_icc([1, 1, 0, 0], ["a", "a", "b", "b"]) == 1.0
     assert power.anova_icc([1, 0, 1, 0], [0, 1, 2, 3]) is None  # one value per cluster
-    assert power.anova_icc([1, 1, 1, 1], [0, 0, 1, 1]) == 0.0
+    # nothing varies: 0/0, undefined (issue 26: it read 0.0 and shrank the plan threefold)
+    assert power.anova_icc([1, 1, 1, 1], [0, 0, 1, 1]) is None
+    assert power.anova_icc([0, 0, 0, 0, 0, 0], [0, 0, 0, 1, 1, 1]) is None
 
 
 def test_design_effect_spreads_pairs_over_tasks() -> None:

@@ -221,7 +221,10 @@ def test_paired_oracle_vs_nop(tmp_path: Path) -> None:
     ref = mcnemar([[0, 12], [0, 0]], exact=True, correction=True).pvalue
     assert d["mcnemar"]["pvalue"] == pytest.approx(ref, abs=1e-12)
     assert d["mcnemar"]["exact"] and d["difference"] == -1.0
-    assert (d["bootstrap"]["ci_low"], d["bootstrap"]["ci_high"]) == (-1.0, -1.0)
+    # every resample shows -100 points: the percentile interval [-1, -1] is tighter than the
+    # exact one, to which it is widened (Clopper-Pearson at 0.0125 on 12 of 12 and 0 of 12)
+    assert d["bootstrap"]["ci_low"] == -1.0
+    assert d["bootstrap"]["ci_high"] == pytest.approx(1 - 2 * 0.0125 ** (1 / 12), abs=1e-9)
     assert d["significant"] and d["bootstrap"]["seed"] == 5
     md = render.render_paired(report, "md")
     assert "exact binomial" in md and "p = 0.000488281" in md
@@ -319,10 +322,11 @@ def test_gate_exit_codes(tmp_path: Path) -> None:
     good = gate(ra, ra)  # 12 tasks cannot show a 5-point drop: inconclusive, exit 3
     assert not good.regression and good.exit_code == 3 and good.outcome == "inconclusive"
     assert gate(ra, ra, inconclusive_ok=True).exit_code == 0
-    # no pair disagrees: the exact one-sided bound over the tasks, not the bootstrap's zero
+    # no pair disagrees: the exact one-sided bound over the tasks (Clopper-Pearson at alpha / 2,
+    # the Bonferroni share of p10), not the bootstrap's zero
     tasks = good.data["paired"]["tasks"]
-    assert good.data["drop_upper_bound"] == pytest.approx(1 - 0.05 ** (1 / tasks), abs=1e-12)
-    assert good.data["bound_method"] == "exact, no discordant pair"
+    assert good.data["drop_upper_bound"] == pytest.approx(1 - 0.025 ** (1 / tasks), abs=1e-9)
+    assert good.data["bound_method"].startswith("exact (Clopper-Pearson")
     assert gate(ra, ra, max_drop=0.6).exit_code == 0  # a 60-point drop is ruled out
     ni = gate(ra, ra, margin=0.05, max_drop=None, inconclusive_ok=True)
     assert ni.exit_code == 0 and ni.outcome == "inconclusive"
@@ -359,7 +363,7 @@ def test_gate_uses_the_data_not_only_the_sample_size(tmp_path: Path) -> None:
     assert swapped.outcome == "inconclusive" and swapped.exit_code == 3
     same = run_dir(tmp_path, "same", [rec(f"u{i:02d}") for i in range(80)])
     rs = load_run(same)
-    assert gate(rs, rs, max_drop=0.05).outcome == "ok"  # 1 - 0.05 ** (1 / 80) = 3.7 points
+    assert gate(rs, rs, max_drop=0.05).outcome == "ok"  # 1 - 0.025 ** (1 / 80) = 4.5 points
     assert gate(rs, rs, max_drop=0.0).outcome == "inconclusive"  # zero is never ruled out so
 
 
