@@ -162,3 +162,17 @@ def test_exact_difference_bounds_cover_in_simulation() -> None:
     assert stats.exact_difference_bounds(0, 0, 80, 0.05)[1] == pytest.approx(
         1 - 0.025 ** (1 / 80), abs=1e-12)
     assert math.isclose(stats.exact_difference_bounds(0, 0, 0, 0.05)[1], 1.0)
+
+
+def test_gate_markdown_has_no_escaped_backticks_and_no_empty_table(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 22 polish: the inconclusive verdict's "`agentbench plan`" came out as a literal
+    backslash-backtick once escaped for markdown; every table of the gate has rows."""
+    a = _run(tmp_path, "a", LUCKY[0])
+    assert cli.main(["gate", "--baseline", a, "--candidate", a]) == 3
+    text = capsys.readouterr().out
+    assert "agentbench plan says how many" in text and "\\`" not in text
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("|---"):
+            assert i + 1 < len(lines) and lines[i + 1].startswith("| "), text
