@@ -77,3 +77,16 @@ def _nothing_selected(
     if discard_empty_run(state):
         lines.append(f"(no run directory kept: {state.path})")
     return lines
+
+
+def recorded_line(log: AttemptLog) -> str:
+    """How many attempts this session recorded, by outcome; after a resume also how many the run
+    holds, the count the pass rate beside it is over (issue 22: "2 attempts recorded" beside
+    "4/4 scored attempts passed")."""
+    counts = ", ".join(f"{n} {k}" for k, n in sorted(log.outcomes.items())) or "none"
+    noun = "attempt" if log.recorded == 1 else "attempts"
+    in_run = sum(log.tally.categories.values())
+    if in_run == log.recorded:
+        return f"{log.recorded} {noun} recorded ({counts})"
+    return f"{log.recorded} {noun} recorded in this session ({counts}), {in_run} in the run"
+

@@ -19,7 +19,7 @@ import pytest
 from pytest_agentbench.agents.port import Agent
 from pytest_agentbench.agents.variants import VariantError, agent_builder
 from pytest_agentbench.core.trial_record import crash_record, invalid_task_record
-from pytest_agentbench.plugin.exit_status import Selection, settle_exit
+from pytest_agentbench.plugin.exit_status import Selection, recorded_line, settle_exit
 from pytest_agentbench.plugin.items import (
     LABEL_MARK_HELP,
     SHORT_FAILURES,
@@ -35,6 +35,7 @@ from pytest_agentbench.plugin.options import ini_value
 from pytest_agentbench.plugin.resume import resume_command, with_recorded
 from pytest_agentbench.plugin.rootdir import check_space_form
 from pytest_agentbench.plugin.workers import (
+    cap_workers,
     crash_summary,
     crashed_worker,
     default_worksteal,
@@ -166,6 +167,9 @@ class AgentbenchPlugin:
         except (ResumeError, OutDirError, WorkRootError) as exc:
             raise pytest.UsageError(str(exc)) from None
         self.log = AttemptLog(self.state, self.redactor.redact_record)
+        capped = cap_workers(config, self.tasks.item_count(settings.attempts, self.state.done))
+        if capped:
+            self._say(capped)
         if config.pluginmanager.hasplugin("xdist"):
             # workers stop at once, each removing its own containers, as with a terminal's Ctrl-C
             on_sigterm(lambda: signal_workers(config, signal.SIGTERM))
@@ -395,12 +399,9 @@ class AgentbenchPlugin:
     def _summary(self, terminalreporter: Any) -> None:
         assert self.log is not None and self.state is not None
         log, state = self.log, self.state
-        counts = ", ".join(f"{n} {k}" for k, n in sorted(log.outcomes.items())) or "none"
         terminalreporter.write_sep("-", "agentbench")
         terminalreporter.write_line(
-            f"run {state.run_id} ({self.settings.variant.name}): "
-            f"{log.recorded} attempts recorded ({counts})"
-        )
+            f"run {state.run_id} ({self.settings.variant.name}): {recorded_line(log)}")
         if state.path.is_dir():
             terminalreporter.write_line(f"run dir: {state.run_dir}")
         for line in self.verdict_lines:

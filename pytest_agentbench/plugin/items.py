@@ -139,6 +139,14 @@ class TaskIndex:
             (path.parent if path.name == TASK_FILE else path).name for path in self.problems
         }
 
+    def item_count(self, attempts: int, done: Iterable[str] = ()) -> int:
+        """The items collection makes at most (-k, -m and paths may select fewer): each task's
+        attempts not yet recorded, and one ERROR item per task that did not load."""
+        skip = set(done)
+        return len(self.problems) + sum(attempt_key(task.id, index) not in skip
+                                        for task in self.tasks.values()
+                                        for index in range(attempts))
+
     def attempts_by_name(self, attempts: int, variant: str) -> dict[str, tuple[LoadedTask, int]]:
         """Every item's (task, attempt index) by its test name (task ids are unique in a run)."""
         return {

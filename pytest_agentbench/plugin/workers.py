@@ -72,6 +72,20 @@ def crashed_worker(report: pytest.TestReport) -> str:
     return str(workerinput.get("workerid") or "worker")
 
 
+def cap_workers(config: pytest.Config, items: int) -> str | None:
+    """Start no more xdist workers than the run has items (`-n 2` with one task started two,
+    one of which only collected). Only a `-n N`/`-n auto` count is capped, never `--tx` specs
+    the user wrote; xdist reads them when the session starts, after this (pytest_configure).
+    Returns a line saying so, or None when nothing changed."""
+    tx = getattr(config.option, "tx", None)
+    if not config.pluginmanager.hasplugin("xdist") or not config.getoption("numprocesses", None):
+        return None
+    if not tx or any(spec != "popen" for spec in tx) or len(tx) <= max(items, 1):
+        return None
+    config.option.tx = ["popen"] * max(items, 1)
+    return f"{len(config.option.tx)} xdist worker(s): the run has {items} item(s)"
+
+
 def default_worksteal(config: pytest.Config) -> None:
     """Task durations vary wildly: steal work unless the user chose a distribution mode."""
     if not config.pluginmanager.hasplugin("xdist") or not config.getoption("numprocesses", None):

@@ -36,7 +36,12 @@ def num(value: float | None, digits: int = 1) -> str:
     return "—" if value is None else f"{value:,.{digits}f}"
 
 
+EMPTY = "_none_"  # what a table with no rows says (a header row alone reads as a broken table)
+
+
 def table(headers: list[str], rows: list[list[Any]], limit: int | None = MD_ROWS) -> str:
+    if not rows:
+        return EMPTY
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     shown = rows if limit is None else rows[:limit]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in shown]

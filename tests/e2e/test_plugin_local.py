@@ -276,6 +276,9 @@ def test_resume_records_every_attempt_exactly_once(killed_and_resumed: KilledRun
     assert only_run_dir(killed.runner.out).path == killed.run_dir.path  # appended, no new run
     assert len({r["run_id"] for r in records}) == 1
     assert len(killed.run_dir.meta["sessions"]) == 2
+    noun = "attempt" if missing == 1 else "attempts"  # the session's count beside the run's
+    assert (f"{missing} {noun} recorded in this session ({missing} passed), "
+            f"{len(RESUME_TASKS)} in the run") in killed.resumed.text, killed.resumed.tail()
 
 
 def test_resume_reruns_the_killed_attempt_cleanly(killed_and_resumed: KilledRun) -> None:

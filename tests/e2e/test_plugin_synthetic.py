@@ -235,6 +235,19 @@ def test_xdist_records_match_a_serial_run(pytester: pytest.Pytester, standard: P
     assert {r["worker"] for r in parallel_records} <= {"gw0", "gw1"}
 
 
+def test_no_more_workers_start_than_the_run_has_items(
+    pytester: pytest.Pytester, pack: Pack
+) -> None:
+    """`-n 2` with one task started two workers, one of which only collected (issue 22)."""
+    pack.task("good-a")
+    result = run_suite(pytester, "-n", "2")
+    result.assert_outcomes(passed=1)
+    text = output(result)
+    assert "agentbench: 1 xdist worker(s): the run has 1 item(s)" in text
+    assert "created: 1/1 worker" in text, text
+    assert [r["worker"] for r in attempts(only_run_dir(pytester))] == ["gw0"]
+
+
 def test_a_crashed_worker_still_yields_a_record(pytester: pytest.Pytester, pack: Pack) -> None:
     pack.task("good-a")
     pack.task("crashy", failing="kill -9 $PPID; sleep 5")  # kills the xdist worker running it
