@@ -198,4 +198,14 @@ def _describe(result: dict[str, Any]) -> str:
     text = f"passed={bool(result.get('passed'))} failure_reason={result.get('failure_reason')}"
     if result.get("sub_reason"):
         text += f"/{result['sub_reason']}"
-    return text + (f" ({str(result.get('summary'))[:120]})" if result.get("summary") else "")
+    return text + (f" ({clip_words(str(result['summary']))})" if result.get("summary") else "")
+
+
+def clip_words(text: str, limit: int = 300) -> str:
+    """`text` on one line, cut at a word boundary when longer than `limit` (a reason cut
+    mid-word read as a different word)."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit + 1].rsplit(" ", 1)[0] if " " in text[:limit + 1] else text[:limit]
+    return cut.rstrip(" ,;:") + " …"

@@ -9,6 +9,7 @@ there is no such link, the run directory whose run.json has the latest `started_
 
 from __future__ import annotations
 
+import difflib
 import json
 from datetime import datetime
 from pathlib import Path
@@ -77,7 +78,22 @@ def resolve_run(spec: str | Path, out: Path | None = None, start: Path | None = 
         if given.is_dir():
             return given
         raise ReportError(f"{text}: no run directory {given.resolve()} nor a run named {text!r} "
-                          f"in the output root {root}")
+                          f"in the output root {root}{_did_you_mean(text, root)}")
     if given.is_dir():
         return given
     raise ReportError(f"{text}: not a run directory")
+
+
+def _did_you_mean(name: str, root: Path) -> str:
+    """` (did you mean 'x'?)` for the closest run name under `root`, else the few there are."""
+    try:
+        names = sorted(p.name for p in root.iterdir()
+                       if p.name != LATEST and not p.name.startswith(".") and _is_run(p))
+    except OSError:
+        return ""
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    if close:
+        return f" (did you mean {close[0]!r}?)"
+    if names and len(names) <= 5:
+        return f" (runs there: {', '.join(names)})"
+    return f" ({len(names)} runs there; `latest` is the newest)" if names else ""

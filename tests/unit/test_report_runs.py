@@ -87,3 +87,18 @@ def test_out_given_a_report_file_points_to_output(project: Path,
     assert "--output FILE" in capsys.readouterr().err
     assert cli.main(["report", "summary", "--output", "summary.md"]) == 0
     assert Path("summary.md").read_text().startswith("# Run summary")
+
+
+def test_a_misspelled_run_name_gets_a_did_you_mean(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Report commands and replay resolve run names the same way (issue 22 polish)."""
+    with pytest.raises(ReportError, match=r"\(did you mean 'newer'\?\)$"):
+        resolve_run("nwer")
+    with pytest.raises(ReportError, match=r"\(runs there: newer, older\)$"):
+        resolve_run("zzz")
+    from pytest_agentbench.cli.main import main
+
+    assert main(["replay", "--run", "oldr", "--task", "t0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.rstrip().endswith("(did you mean 'older'?)"), err
