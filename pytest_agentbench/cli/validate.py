@@ -85,6 +85,9 @@ def validate_tasks(args: argparse.Namespace) -> int:
             bad += not result.ok
             warned += bool(result.warnings)
             print(f"{'OK     ' if result.ok else 'REJECT '} {task.id}: {result.detail}", flush=True)
+            tail = _setup_tail(shared.run_dir, result.oracle)
+            if tail:  # what pytest's ERROR text shows below a failed setup command
+                print(tail, flush=True)
             for tried in result.exploits:
                 print(f"        {tried.line()}", flush=True)
             for warning in result.warnings:
@@ -92,6 +95,21 @@ def validate_tasks(args: argparse.Namespace) -> int:
     weak = f", {warned} with weak tests" if warned else ""
     print(f"{len(tasks) + len(loaded.problems) - bad} accepted, {bad} rejected{weak}")
     return 1 if bad else 0
+
+
+def _setup_tail(run_dir: Path, record: dict[str, Any]) -> str:
+    """The failed setup command's last lines (core/before_agent.py kept them, redacted and
+    bounded) when `record` is a SETUP_FAILED one, else ""."""
+    from pytest_agentbench.core.before_agent import SETUP_TAIL_LOG
+
+    task_dir = (record.get("artifact_paths") or {}).get("task_dir")
+    if (record.get("result") or {}).get("failure_reason") != "SETUP_FAILED" or not task_dir:
+        return ""
+    try:
+        tail = (run_dir / task_dir / "logs" / SETUP_TAIL_LOG).read_text("utf-8", "replace")
+    except OSError:
+        return ""
+    return "\n".join(f"      {line}" for line in tail.rstrip("\n").splitlines())
 
 
 def _check_statically(tasks: list[Any], problems: int) -> int:

@@ -48,3 +48,26 @@ def test_missing_taskpacks_is_one_line(tmp_path: Path, monkeypatch: pytest.Monke
     assert args.func(args) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(tmp_path.resolve() / "taskpacks") in err
+
+
+def test_a_failed_setup_shows_the_tail_of_its_stderr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`validate-tasks --run` said SETUP_FAILED without the stderr tail pytest shows (issue 22
+    polish). The local sandbox runs the setup on the host: a command that fails loudly."""
+    _project(tmp_path, "[pytest]\nagentbench_taskpacks = packs\n")
+    shutil.rmtree(tmp_path / "packs" / "custom-dev" / "broken")
+    spec = tmp_path / "packs" / "custom-dev" / "fix-mean-off-by-one" / "task.yaml"
+    text = spec.read_text()
+    assert "\nsetup:" not in text
+    spec.write_text(text + "setup:\n  commands: [\"echo first >&2; echo 'no module named "
+                    "frobnicate' >&2; exit 3\"]\n")
+    monkeypatch.chdir(tmp_path)
+    args = _parse(["validate-tasks", "--suite", "custom-dev", "--run", "--sandbox", "local"])
+    assert args.func(args) == 1
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("REJECT  fix-mean-off-by-one"))
+    assert "SETUP_FAILED" in lines[at]
+    assert lines[at + 1:at + 4] == ["        last 2 lines of its stderr:", "          first",
+                                    "          no module named frobnicate"], out
