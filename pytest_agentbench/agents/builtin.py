@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from pytest_agentbench.agents.command import CommandAgent
 from pytest_agentbench.agents.exploit import ExploitAgent
 from pytest_agentbench.agents.port import AgentContext, AgentOutcome
 from pytest_agentbench.schemas.taxonomy import Reason
@@ -137,4 +138,4 @@ class ScriptedAgent:
 
 
 BUILTIN_AGENTS: dict[str, Any] = {"nop": NopAgent, "oracle": OracleAgent, "scripted": ScriptedAgent,
-                                  "exploit": ExploitAgent}
+                                  "exploit": ExploitAgent, "command": CommandAgent}

@@ -44,6 +44,7 @@ from typing import Any, NoReturn
 from pytest_agentbench.agents.llm_config import LLMAgentConfig
 from pytest_agentbench.agents.llm_trace import ConversationLog, call_meta, retry_events
 from pytest_agentbench.agents.port import AgentContext, AgentError, AgentOutcome, attach_spend
+from pytest_agentbench.agents.statement import task_statement
 from pytest_agentbench.llm import (
     ChatResult,
     LLMAuthError,
@@ -412,18 +413,9 @@ class _Run:
         self._write({"step": self.step, "ts": utc_now(), "message": message, **(meta or {})})
 
     def _first_observation(self) -> str:
-        ctx, task = self.ctx, self.ctx.task
-        output = truncate(ctx.failing_output, head_lines=80, tail_lines=150,
-                          max_bytes=self.cfg.failing_output_chars).text
-        parts = [f"Task: {task.description or task.id}"]
-        if task.agent.editable_globs is not None:
-            parts.append("You may edit only: " + ", ".join(task.agent.editable_globs))
-        if task.agent.readonly_globs:
-            parts.append("Read-only: " + ", ".join(task.agent.readonly_globs))
-        parts.append(f"This command fails:\n    {ctx.failing_command}\n"
-                     f"Its output:\n```\n{output.rstrip()}\n```")
-        parts.append("Fix the code so that it passes, verify by running it, then call finish.")
-        return "\n\n".join(parts)
+        return task_statement(self.ctx, self.cfg.failing_output_chars,
+                              "Fix the code so that it passes, verify by running it, then call "
+                              "finish.")
 
     def _nudge(self, result: ChatResult) -> str:
         if result.finish_reason == "length":

@@ -57,6 +57,10 @@ class AgentContext:
     # construction; an agent from an old-form factory (`factory()`) reads them here.
     params: dict[str, Any] = field(default_factory=dict)
     artifacts_dir: Path | None = None  # <task artifacts>/agent: conversation.jsonl goes here
+    # for an agent with `needs` (ProgramNeeds): the host directory the sandbox sees as
+    # AGENTBENCH_GATEWAY_DIR (its gateway listens on a socket there), and its program runner
+    gateway_dir: Path | None = None
+    programs: Programs | None = None
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
@@ -77,6 +81,37 @@ class Agent(Protocol):
     name: str
 
     def run(self, ctx: AgentContext) -> AgentOutcome: ...
+
+
+@dataclass(frozen=True)
+class ProgramNeeds:
+    """What an agent that runs a program inside the sandbox (agents/command.py) needs there,
+    declared as the agent's `needs` attribute so the sandbox is made with it: a directory for
+    the model gateway's socket (`AGENTBENCH_GATEWAY_DIR` inside) and the directory its program
+    was installed into (`AGENTBENCH_PROGRAM_DIR`), both read-only."""
+
+    program_dir: Path | None = None
+
+
+@dataclass(frozen=True)
+class ProgramResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+    timed_out: bool
+    duration_ms: int
+
+
+class Programs(Protocol):
+    """Runs the agent's own program in the sandbox (one command; its output is logged and it
+    is an event like any harness command)."""
+
+    def run(self, command: str, *, env: dict[str, str], timeout_sec: float) -> ProgramResult:
+        ...
+
+    def read(self, path: str, max_bytes: int) -> bytes | None:
+        """A file the program left in the sandbox (its trajectory), or None."""
+        ...
 
 
 AgentFactory = Callable[..., Agent]

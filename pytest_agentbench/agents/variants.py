@@ -232,6 +232,10 @@ def agent_builder(
                 check_params(variant.params)
         except ModelConfigError as exc:
             raise VariantError(f"variant {variant.name}: {exc}") from None
+        if getattr(factory, "takes_variant_params", False):  # a command agent
+            base = Path(variant.source).parent if variant.source != "builtin" else None
+            return partial(factory, config, params=variant.params, base_dir=base,
+                           redactor=redactor)
         return partial(factory, config, redactor=redactor)
     check_params = getattr(factory, "check_params", None)
     if check_params is not None:  # the predictions agent reads its file now, not per attempt

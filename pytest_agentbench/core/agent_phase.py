@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import shlex
 import time
 import traceback
 
@@ -21,6 +22,7 @@ from pytest_agentbench.agents.port import (
     AgentContext,
     AgentError,
     AgentOutcome,
+    ProgramResult,
     spend_of,
 )
 from pytest_agentbench.core.attempt import Attempt
@@ -67,6 +69,8 @@ def run_agent(at: Attempt, sandbox: Sandbox, agent: Agent) -> RecordingToolbox:
         max_steps=spec.agent.max_steps,
         params=at.cfg.agent_params,
         artifacts_dir=at.paths.root / "agent",
+        gateway_dir=at.gateway_dir,
+        programs=SandboxPrograms(at, sandbox) if at.gateway_dir is not None else None,
     )
     try:
         at.found.outcome = agent.run(ctx)
@@ -152,3 +156,26 @@ def _protection(at: Attempt, sandbox: Sandbox) -> tuple[list[str], frozenset[str
 
 def _tool_event(at: Attempt, event: ToolEvent) -> None:
     at.events.emit(event, actor="tool")
+
+
+class SandboxPrograms:
+    """A command agent's program in its sandbox (agents.port.Programs): a harness command of
+    the agent phase, its output in logs/agent_program_{stdout,stderr}.txt and a
+    `command_finished` event; files it left are read with the sandbox's file API."""
+
+    def __init__(self, at: Attempt, sandbox: Sandbox) -> None:
+        self.at, self.sandbox = at, sandbox
+
+    def run(self, command: str, *, env: dict[str, str], timeout_sec: float) -> ProgramResult:
+        result = self.at.run_command(self.sandbox, "agent", command, timeout_sec,
+                                     log="agent_program", env=env)
+        return ProgramResult(result.exit_code, result.full_stdout or result.stdout,
+                             result.full_stderr or result.stderr, result.timed_out,
+                             result.duration_ms)
+
+    def read(self, path: str, max_bytes: int) -> bytes | None:
+        result = self.sandbox.exec(f"test -f {shlex.quote(path)} && head -c {int(max_bytes)} -- "
+                                   f"{shlex.quote(path)}", timeout_sec=30, full_output=True)
+        if result.exit_code != 0:
+            return None
+        return (result.full_stdout or result.stdout).encode()

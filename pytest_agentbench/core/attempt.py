@@ -6,10 +6,12 @@ before_agent.py, agent_phase.py and score_phase.py; trial.py runs them in order.
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest_agentbench.core.evidence as evidence_mod
+from pytest_agentbench.agents.port import ProgramNeeds
 from pytest_agentbench.core.envcache import CacheHold, Claim
 from pytest_agentbench.core.events import EventSink
 from pytest_agentbench.core.phases import PhaseTimer
@@ -17,7 +19,7 @@ from pytest_agentbench.core.recording import RecordingToolbox
 from pytest_agentbench.core.rundir import AttemptPaths
 from pytest_agentbench.core.trial_config import TrialConfig, attempt_id, sandbox_spec
 from pytest_agentbench.core.trial_record import AttemptFindings
-from pytest_agentbench.sandbox.port import ExecResult, Sandbox, SandboxFactory
+from pytest_agentbench.sandbox.port import ExecResult, ExtraMount, Sandbox, SandboxFactory
 from pytest_agentbench.schemas.events import CommandFinished
 from pytest_agentbench.schemas.taxonomy import Reason
 from pytest_agentbench.text.signatures import sha256
@@ -34,11 +36,29 @@ class Failure(Exception):
         self.reason, self.summary, self.sub_reason = reason, summary, sub_reason
 
 
+GATEWAY_TARGET = "/run/agentbench/gateway"  # a command agent's gateway socket, in its sandbox
+PROGRAM_TARGET = "/opt/agentbench/program"  # and its installed program
+
+
 class Attempt:
     """The state of one attempt, filled in as its phases run."""
 
-    def __init__(self, task: LoadedTask, cfg: TrialConfig, sandboxes: SandboxFactory) -> None:
+    def __init__(self, task: LoadedTask, cfg: TrialConfig, sandboxes: SandboxFactory,
+                 needs: ProgramNeeds | None = None) -> None:
         self.task, self.spec, self.cfg, self.sandboxes = task, task.spec, cfg, sandboxes
+        # an agent that runs its own program (agents/command.py): the agent's sandbox sees a
+        # directory for its model gateway's socket (a short path: a socket's is at most 107
+        # bytes) and the program's installation, read-only
+        self.gateway_dir: Path | None = None
+        self.agent_mounts: tuple[ExtraMount, ...] = ()
+        if needs is not None:
+            self.gateway_dir = Path(tempfile.mkdtemp(prefix="agentbench-gw-"))
+            self.gateway_dir.chmod(0o755)
+            self.agent_mounts = (ExtraMount(self.gateway_dir, GATEWAY_TARGET,
+                                            "AGENTBENCH_GATEWAY_DIR"),)
+            if needs.program_dir is not None:
+                self.agent_mounts += (ExtraMount(needs.program_dir, PROGRAM_TARGET,
+                                                 "AGENTBENCH_PROGRAM_DIR"),)
         self.attempt_id = attempt_id(
             cfg.run_id, self.spec.id, cfg.variant, cfg.attempt_index, cfg.session
         )
@@ -97,7 +117,8 @@ class Attempt:
     def open_sandbox(self, network: bool, phase: str) -> Sandbox:
         with self.timed("sandbox_start"):
             sandbox = self.sandboxes.open(
-                sandbox_spec(self.cfg, self.spec, self.workspace, network, phase, self.env_dir)
+                sandbox_spec(self.cfg, self.spec, self.workspace, network, phase, self.env_dir,
+                             extra_mounts=self.agent_mounts if phase == "agent" else ())
             )
         self.open_sandboxes.append(sandbox)
         self.environment.setdefault("sandboxes", []).append(

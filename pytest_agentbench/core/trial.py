@@ -49,7 +49,7 @@ class Trial:
         mirrors: MirrorCache,
         agent: Agent,
     ) -> None:
-        self.at = Attempt(task, cfg, sandboxes)
+        self.at = Attempt(task, cfg, sandboxes, getattr(agent, "needs", None))
         self.cfg, self.mirrors, self.agent = cfg, mirrors, agent
 
     def run(self) -> AttemptRecord:
@@ -165,6 +165,8 @@ class Trial:
             with contextlib.suppress(SandboxError):
                 at.sandboxes.release(at.workspace / name)
         at.release_cache()  # after the views of the entry are gone
+        if at.gateway_dir is not None:
+            remove_tree(at.gateway_dir)
         problems = remove_tree(at.workspace)  # iterative: a 2000-level tree cannot stop us
         if problems:
             at.environment["workspace_cleanup"] = problems[:50]

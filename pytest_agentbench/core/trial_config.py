@@ -10,7 +10,7 @@ from typing import Any
 
 from pytest_agentbench.core.envcache import EnvCache
 from pytest_agentbench.core.events import EventListener
-from pytest_agentbench.sandbox.port import SandboxSpec
+from pytest_agentbench.sandbox.port import ExtraMount, SandboxSpec
 from pytest_agentbench.schemas.task import TaskSpec
 
 
@@ -59,7 +59,7 @@ def pip_cache_dir(root: Path, spec: TaskSpec) -> Path:
 def sandbox_spec(
     cfg: TrialConfig, spec: TaskSpec, workspace: Path, network: bool, phase: str,
     env_dir: Path | None = None, *, repo_dir: str | None = None,
-    extra_env: dict[str, str] | None = None,
+    extra_env: dict[str, str] | None = None, extra_mounts: tuple[ExtraMount, ...] = (),
 ) -> SandboxSpec:
     """setup: /env writable, the task's pip cache, CA bundle if networked. agent and score:
     /env read-only and no cache, so nothing the agent does outlives its own sandbox. Every
@@ -104,4 +104,5 @@ def sandbox_spec(
         # what the host reads after the sandbox closes: setup's results (the pristine copy,
         # the env cache, the next sandbox), the agent's workspace only when it is kept
         sync_back=setup or (phase == "agent" and cfg.keep_workspace),
+        extra_mounts=extra_mounts,
     )

@@ -17,9 +17,12 @@ TIMEOUT TASK_BUDGET, LLM_ERROR ...). The policy for model names and sampling val
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
+import os
 import secrets
+import socketserver
 import threading
 from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -70,10 +73,11 @@ class ModelGateway:
         self.meter = Meter(client, params, model, limits, deadline, events, redactors,
                            artifacts_dir)
         self._host = host
-        self._httpd: ThreadingHTTPServer | None = None
+        self._httpd: socketserver.BaseServer | None = None
         self._thread: threading.Thread | None = None
         self._calls = 0
         self._owned_client: OpenAICompatClient | None = None  # made by for_model: closed here
+        self._unix: Path | None = None
 
     @classmethod
     def for_model(cls, resolved: ResolvedModelConfig, limits: Limits, deadline: float,
@@ -107,7 +111,7 @@ class ModelGateway:
     # -- what the agent and the record get ---------------------------------------------------
     @property
     def base_url(self) -> str:
-        assert self._httpd is not None, "gateway not started"
+        assert isinstance(self._httpd, ThreadingHTTPServer), "gateway not started on TCP"
         return f"http://{self._host}:{self._httpd.server_address[1]}"
 
     @property
@@ -130,12 +134,28 @@ class ModelGateway:
     def requested_models(self) -> list[str]:
         return list(self.meter.requested_models)
 
+    @property
+    def socket_path(self) -> Path | None:
+        """The Unix socket it listens on instead of loopback TCP (`start(unix_socket=...)`)."""
+        return self._unix
+
     # -- life --------------------------------------------------------------------------------
-    def start(self) -> ModelGateway:
-        handler = type("GatewayHandler", (_Handler,), {"gateway": self})
-        self._httpd = ThreadingHTTPServer((self._host, 0), handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="model-gateway",
+    def start(self, unix_socket: Path | None = None) -> ModelGateway:
+        """Listen on 127.0.0.1 (an ephemeral port), or on `unix_socket` (made mode 0666: a
+        sandbox user reaches it through a bind mount; the token is the lock)."""
+        httpd: socketserver.BaseServer
+        if unix_socket is not None:  # no TCP option on a Unix socket
+            handler = type("GatewayHandler", (_Handler,),
+                           {"gateway": self, "disable_nagle_algorithm": False})
+            httpd = _UnixHTTPServer(str(unix_socket), handler)
+            os.chmod(unix_socket, 0o666)
+            self._unix = unix_socket
+        else:
+            handler = type("GatewayHandler", (_Handler,), {"gateway": self})
+            httpd = ThreadingHTTPServer((self._host, 0), handler)
+            httpd.daemon_threads = True
+        self._httpd = httpd
+        self._thread = threading.Thread(target=httpd.serve_forever, name="model-gateway",
                                         kwargs={"poll_interval": 0.1}, daemon=True)
         self._thread.start()
         return self
@@ -146,6 +166,9 @@ class ModelGateway:
             self._httpd.server_close()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        if self._unix is not None:
+            with contextlib.suppress(OSError):
+                self._unix.unlink()
         self.meter.close()
         if self._owned_client is not None:
             self._owned_client.close()
@@ -169,6 +192,17 @@ class ModelGateway:
         return f"{prefix}{self._calls}{secrets.token_hex(6)}"
 
 
+class _UnixHTTPServer(socketserver.ThreadingUnixStreamServer):
+    """The HTTP server on a Unix socket (a sandbox's relay connects to it)."""
+
+    daemon_threads = True
+
+    def server_bind(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.server_address)  # type: ignore[arg-type]
+        super().server_bind()
+
+
 class _Handler(BaseHTTPRequestHandler):
     gateway: ModelGateway
     protocol_version = "HTTP/1.1"  # keep-alive: agents' HTTP clients reuse connections
@@ -179,6 +213,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # the events record the calls
         pass
+
+    def address_string(self) -> str:  # a Unix socket's peer has no address
+        return str(self.client_address[0]) if self.client_address else "sandbox"
 
     def do_POST(self) -> None:
         self._serve("POST")

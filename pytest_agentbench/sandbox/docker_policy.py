@@ -126,6 +126,8 @@ def bind_mounts(spec: SandboxSpec) -> list[Mount]:
         mounts.append(Mount(f"{HOME}/.cache/pip", str(spec.pip_cache), type="bind"))
     if spec.ca_bundle is not None:
         mounts.append(Mount(CA_PATH, str(spec.ca_bundle), type="bind", read_only=True))
+    mounts += [Mount(m.target, str(m.host), type="bind", read_only=True)
+               for m in spec.extra_mounts]
     return mounts
 
 
@@ -145,6 +147,7 @@ def create_args(spec: SandboxSpec, uid: int, gid: int, ipc_mode: str,
     if spec.ca_bundle is not None:
         env.update(SSL_CERT_FILE=CA_PATH, REQUESTS_CA_BUNDLE=CA_PATH, PIP_CERT=CA_PATH,
                    GIT_SSL_CAINFO=CA_PATH)
+    env.update({m.env: m.target for m in spec.extra_mounts})
     env.update(spec.env)
     mem = f"{spec.mem_limit_mb}m"
     return {
@@ -166,6 +169,7 @@ def sanitized(args: Mapping[str, Any], spec: SandboxSpec,
     become their roles, secrets are redacted."""
     roles = {str(spec.workspace): "<workspace>", str(spec.env_dir): "<env_dir>",
              str(spec.pip_cache): "<pip_cache>", str(spec.ca_bundle): "<ca_bundle>",
+             **{str(m.host): f"<{m.env}>" for m in spec.extra_mounts},
              **(volumes or {})}
     out = {k: v for k, v in args.items() if k not in ("mounts", "environment")}
     out["environment"] = redact_env(args["environment"])

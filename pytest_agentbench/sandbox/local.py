@@ -70,6 +70,7 @@ class LocalSandbox:
         if self.spec.ca_bundle is not None:
             ca = str(self.spec.ca_bundle)
             env.update(SSL_CERT_FILE=ca, REQUESTS_CA_BUNDLE=ca, PIP_CERT=ca, GIT_SSL_CAINFO=ca)
+        env.update({m.env: str(m.host) for m in self.spec.extra_mounts})  # no mounts here
         return {**env, **self.spec.env, **(extra or {})}
 
     def host_cwd(self, cwd: str | None) -> Path:

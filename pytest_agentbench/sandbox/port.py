@@ -85,6 +85,17 @@ class ExecResult:
         }
 
 
+@dataclass(frozen=True)
+class ExtraMount:
+    """A host directory the sandbox sees read-only at `target`; its commands find where in
+    the environment variable `env` (the target in a container, the host path in the local
+    sandbox). A command agent's gateway socket and installed program come this way."""
+
+    host: Path
+    target: str
+    env: str
+
+
 @dataclass
 class SandboxSpec:
     """What a sandbox needs to start: the workspace and env dirs on the host, limits, network."""
@@ -109,6 +120,7 @@ class SandboxSpec:
     # directories after close: False when nothing reads them after (an engine that does not
     # share our filesystem then skips copying them back)
     sync_back: bool = True
+    extra_mounts: tuple[ExtraMount, ...] = ()
 
 
 
