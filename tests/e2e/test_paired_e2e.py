@@ -56,7 +56,10 @@ def test_paired_report_on_real_runs(runs: tuple[Path, Path]) -> None:
     expected = mcnemar([[0, 3], [0, 0]], exact=True, correction=True).pvalue
     assert abs(report["mcnemar"]["pvalue"] - expected) < 1e-12
     assert report["pass_rate_a"] == 1.0 and report["pass_rate_b"] == 0.0
-    assert report["bootstrap"]["ci_low"] == report["bootstrap"]["ci_high"] == -1.0
+    # every resample of 3 tasks shows -100 points; that is no evidence of a 100-point drop: the
+    # interval is widened to the exact one (issue 26), which holds 0 as McNemar's p = 0.25 does
+    assert report["bootstrap"]["ci_low"] == -1.0 and report["bootstrap"]["ci_high"] > 0
+    assert "widened to the exact interval" in report["bootstrap"]["interval"]
 
 
 def test_gate_fails_on_regression_and_passes_on_equal(runs: tuple[Path, Path]) -> None:
