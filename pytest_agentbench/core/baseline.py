@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 
+from pytest_agentbench.core.evidence import TestEvidence
 from pytest_agentbench.sandbox.port import ExecResult
 from pytest_agentbench.schemas.records import BaselineRun, BaselineValidation
 from pytest_agentbench.schemas.task import ValidationSpec
@@ -32,8 +34,10 @@ def to_run(result: ExecResult) -> BaselineRun:
 
 
 def evaluate(
-    validation: ValidationSpec, results: list[ExecResult]
+    validation: ValidationSpec, results: list[ExecResult], evidence: TestEvidence | None = None
 ) -> tuple[BaselineValidation, Verdict]:
+    """The baseline record and verdict; `evidence` (the first run's junit results, if any) tells
+    an expected failing test that did not run from one that ran and passed."""
     runs = [to_run(r) for r in results]
     record = BaselineValidation(
         attempted=True,
@@ -42,7 +46,7 @@ def evaluate(
         flake_check_runs=len(runs),
         signature=runs[0].signature,
     )
-    verdict = _judge(validation, results, runs)
+    verdict = _judge(validation, results, runs, evidence)
     record.failed_as_expected = verdict.reason is None
     if verdict.reason is Reason.BASELINE_FLAKY:
         record.is_flaky = True
@@ -52,7 +56,8 @@ def evaluate(
 
 
 def _judge(
-    validation: ValidationSpec, results: list[ExecResult], runs: list[BaselineRun]
+    validation: ValidationSpec, results: list[ExecResult], runs: list[BaselineRun],
+    evidence: TestEvidence | None = None,
 ) -> Verdict:
     cmd = validation.failing_command
     if any(r.timed_out for r in results):
@@ -103,12 +108,30 @@ def _judge(
                 f"failing_command fails for a disallowed reason: {match.group(0)!r}",
             )
     if validation.expected_failing_tests:
-        failing = {node.split(" ", 1)[-1] for node in runs[0].signature}
+        failing = sorted(node.split(" ", 1)[1] for node in runs[0].signature
+                         if node.startswith(("FAILED ", "ERROR ")))
         missing = [t for t in validation.expected_failing_tests if t not in failing]
         if missing:
-            return Verdict(
-                Reason.SETUP_FAILED,
-                "EXPECTED_TESTS_NOT_FAILING",
-                f"expected failing tests did not fail: {', '.join(missing)}",
-            )
+            return Verdict(Reason.SETUP_FAILED, "EXPECTED_TESTS_NOT_FAILING",
+                           _not_failing(missing, failing, evidence))
     return Verdict()
+
+
+def _not_failing(missing: list[str], failing: list[str], evidence: TestEvidence | None) -> str:
+    """Which expected failing tests were not collected (a typo, a moved test) and which ran and
+    did not fail, with the tests that did fail: what to write instead."""
+    absent = [t for t in missing if evidence is not None and evidence.outcome_of(t) is None]
+    ran = [t for t in missing if t not in absent]
+    parts = []
+    if absent:
+        hints = [f"{t} (did you mean {close[0]}?)" if (close := difflib.get_close_matches(
+            t, failing, n=1, cutoff=0.7)) else t for t in absent]
+        parts.append(f"expected failing tests not collected: {', '.join(hints)}")
+    if ran:
+        how = "" if evidence is None else " (they ran and " + ", ".join(
+            sorted({str(evidence.outcome_of(t)) for t in ran})) + ")"
+        parts.append(f"expected failing tests did not fail{how}: {', '.join(ran)}")
+    shown = ", ".join(failing[:10]) + (f" and {len(failing) - 10} more" if len(failing) > 10
+                                       else "")
+    parts.append(f"the tests that failed: {shown}" if failing else "no test failed by name")
+    return "; ".join(parts)

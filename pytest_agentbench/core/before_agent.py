@@ -260,7 +260,7 @@ def baseline(at: Attempt, sandbox: Sandbox) -> None:
         if result.disk_limit_exceeded:
             raise at.over_disk_limit(validation.failing_command)
     at.baseline_output = results[0]
-    at.found.baseline, verdict = baseline_mod.evaluate(validation, results)
+    at.found.baseline, verdict = baseline_mod.evaluate(validation, results, at.baseline_results)
     at.found.baseline.duration_sec = seconds
     if verdict.reason is not None:
         raise Failure(verdict.reason, verdict.summary, verdict.sub_reason)
