@@ -60,15 +60,14 @@ def attempt_index(attempt_id: str) -> int | None:
 
 def apply_event(attempts: dict[str, LiveAttempt], event: dict[str, Any]) -> None:
     """Fold one event into the per-attempt state."""
-    attempt_id = event.get("attempt_id")
-    if not isinstance(attempt_id, str):
-        return
+    attempt_id, kind = event.get("attempt_id"), event.get("type")
+    if not isinstance(attempt_id, str) or not isinstance(kind, str):
+        return  # not an event
     live = attempts.get(attempt_id)
     if live is None:
         live = attempts[attempt_id] = LiveAttempt(
             attempt_id=attempt_id, task_id=str(event.get("task_id", "")),
             index=attempt_index(attempt_id))
-    kind = event.get("type")
     live.events += 1
     live.last_ts = str(event.get("ts") or live.last_ts)
     if kind == "task_started":

@@ -119,6 +119,7 @@
           live.appendChild(r.running.length ? runningTable(r.running) : el('p', 'note', 'No attempt running right now.'));
         });
       }
+      runs.appendChild(el('h2', null, 'All runs (newest first)'));
       runs.appendChild(table(['', 'run', 'status', 'variant', 'started', 'tasks', 'attempts', 'pass rate', 'Wilson 95%', 'cost', 'per pass', 'page'],
         d.runs.map(function (r) {
           var cb = el('input'); cb.type = 'checkbox'; cb.checked = !!chosen[r.name];
