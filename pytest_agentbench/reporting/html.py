@@ -22,6 +22,7 @@ import fnmatch
 import json
 import math
 import os
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +40,7 @@ from pytest_agentbench.reporting.html_env import (
     task_anchor,
     write_atomic,
 )
-from pytest_agentbench.reporting.html_timeline import spans
+from pytest_agentbench.reporting.html_timeline import StepNumbers, spans, step_numbers
 from pytest_agentbench.reporting.load import Run, load_events, load_run
 from pytest_agentbench.reporting.names import INDEX_FILE
 from pytest_agentbench.reporting.run_files import (
@@ -181,10 +182,13 @@ def run_cards(run: Run, d: dict[str, Any]) -> tuple[list[dict[str, str]], list[s
                      f"task ({clustered['method']}); per attempt (Wilson) it would be {ci}.")
     cost_sub = f"{usage['total_tokens']:,} tokens; per pass " + (
         "—" if per_pass is None else f"${per_pass:.4f}")
+    cost_note = ""
     if per_pass is not None and per_pass_ci.get("ci_low") is not None:
         high = per_pass_ci.get("ci_high")
         cost_sub += (f" [${per_pass_ci['ci_low']:.4f}, "
                      + ("unbounded" if high is None else f"${high:.4f}") + "]")
+        if high is None:
+            cost_note = UNBOUNDED_NOTE
     cards = [
         {"key": "pass-rate", "label": "pass rate", "value": pct(pr["rate"]),
          "sub": rate_sub, "note": rate_note},
@@ -204,7 +208,7 @@ def run_cards(run: Run, d: dict[str, Any]) -> tuple[list[dict[str, str]], list[s
          "sub": ("attempts, excluded" if d["rules"]["infra_errors"] == "excluded"
                  else "attempts, counted as failures"), "note": ""},
         {"key": "cost", "label": "cost", "value": f"${usage['cost_usd']:.2f}",
-         "sub": cost_sub, "note": ""},
+         "sub": cost_sub, "note": cost_note},
     ]
     if usage["total_tokens"] == 0 and not usage["cost_usd"]:  # the oracle, nop: no model
         cards[-1].update(value="—", sub="no model calls: no tokens, no cost")
@@ -292,7 +296,8 @@ def _attempt(run_dir: Path, rec: dict[str, Any], events: list[dict[str, Any]]) -
         "task_dir": rec["task_dir"], "missing": missing, "engine": rec["engine"],
         "retried": engine_report.try_lines(rec["retried"]),
         "events": [_event_row(e) for e in events], "spans": spans(events),
-        "tool_calls": _jsonl_items(run_dir, art, "agent/tool_calls.jsonl", _tool_title),
+        "tool_calls": _jsonl_items(run_dir, art, "agent/tool_calls.jsonl",
+                                   partial(_tool_title, numbers=step_numbers(events))),
         "conversation": _jsonl_items(run_dir, art, "agent/conversation.jsonl", _message_title,
                                      _message_text),
         "diffs": _files(run_dir, art, "diffs", "*.patch"),
@@ -330,10 +335,16 @@ def _files(run_dir: Path, art: str | None, sub: str, pattern: str) -> list[dict[
         os.close(folder)
 
 
-def _tool_title(n: int, item: Any) -> str:
+UNBOUNDED_NOTE = ("Unbounded: in more than 2.5% of the bootstrap resamples of tasks no task "
+                  "passed, so the cost per pass has no finite upper 95% limit; more passing "
+                  "tasks narrow it.")
+
+
+def _tool_title(n: int, item: Any, numbers: StepNumbers | None = None) -> str:
+    """`step N: tool`, N on the page's one counter of model requests and tool calls."""
     if isinstance(item, dict):
         name = item.get("tool") or item.get("name") or "call"
-        step = item.get("step", n)
+        step = (numbers or {}).get(("tool", item.get("step", n)), item.get("step", n))
         ok = item.get("ok")
         return f"step {step}: {name}" + ("" if ok is None else (" · ok" if ok else " · error"))
     return f"#{n}"

@@ -36,7 +36,8 @@ svg.timeline{display:block;max-width:100%}.crumbs{margin:0;font-size:13px}
 .a_only{background:#ffcecb}.b_only{background:#b6e3ff}.both_fail{background:#d0d7de}
 tr.pair-task.discordant td:first-child{font-weight:600}table.kv{width:auto}
 .legend span{display:inline-block;padding:1px 8px;margin-right:6px;border-radius:4px}
-.frontier{color:var(--ok);font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.frontier{color:var(--ok);font-weight:600}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+.nowrap{white-space:nowrap}
 ul.dgraph{list-style:none;padding-left:18px;margin:4px 0}
 ul.dgraph li{border-left:2px solid #d0d7de;padding:1px 0 1px 8px;margin:2px 0}
 .dnode .role{font-weight:600}.dnode .st-ok{color:var(--ok)}.dnode .st-bad{color:var(--bad)}
@@ -168,7 +169,9 @@ JS = r"""
     if (!items.length) { note(d, 'No diffs recorded.'); return; }
     items.forEach(function (it, i) {
       d.appendChild(lazy(it.title, i === items.length - 1, function (x) {
-        x.appendChild(diff(it.text));
+        if (it.text.trim()) { x.appendChild(diff(it.text)); }
+        else { x.appendChild(el('p', 'muted no-change',
+          'no change: the patch is empty (the repository was left as it was)')); }
       }));
     });
   }

@@ -236,5 +236,15 @@ def frontier_chart(points: list[dict[str, Any]], x_label: str) -> dict[str, Any]
         shapes.append(circle(x, y, 5, "#1a7f37" if on else "#fff", tip,
                              stroke="#1a7f37" if on else "#59636e",
                              cls="point frontier" if on else "point dominated"))
-        shapes.append(text(x + 8, y - 6, str(p["name"])[:28], "start", 11))
+        shapes.append(_point_label(x, y, str(p["name"])[:28], left + width / 2))
     return chart(left + width + 150, base + 40, shapes, "cost vs pass rate")
+
+
+def _point_label(x: float, y: float, name: str, middle: float) -> Shape:
+    """A point's name beside it, inside the chart: below the point when it is near the top
+    (a run at 100% had its name cut off), left of it on the right half (a long name ran past
+    the right edge)."""
+    label_y = y - 6 if y - 6 >= 14 else y + 17
+    if x > middle:
+        return text(x - 8, label_y, name, "end", 11)
+    return text(x + 8, label_y, name, "start", 11)

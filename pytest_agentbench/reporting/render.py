@@ -169,7 +169,8 @@ def _cost_interval_rows(cpp: dict[str, Any] | None) -> list[list[Any]]:
     if cpp.get("method") is None:
         return []
     low = num(cpp["ci_low"], 4)
-    high = "unbounded" if cpp["ci_high"] is None else num(cpp["ci_high"], 4)
+    high = ("unbounded: over 2.5% of resamples hold no pass" if cpp["ci_high"] is None
+            else num(cpp["ci_high"], 4))
     return [[f"cost per solved task, 95% CI (USD; {how.get(cpp['method'], cpp['method'])})",
              f"{num(cpp['value'], 4)} [{low}, {high}]"]]
 

@@ -54,6 +54,7 @@ def _run(tmp_path: Path) -> Path:
                                "BASELINE_NOT_FAILING", steps=0, duration=1.0))
     run = write_run(tmp_path / "run", records, variant="llm_v0", run_id="run-html")
     write_artifacts(run, records[1], steps=3)  # task-001: a failed attempt with everything
+    (run / "tasks" / "task-001" / "diffs" / "final.patch").write_text("")  # it changed nothing
     agent = run / "tasks" / "task-001" / "agent"
     with (agent / "conversation.jsonl").open("a") as fh:
         fh.write(json.dumps({"role": "tool", "content": "<img src=x onerror=window.__xss=3>"})
@@ -119,6 +120,9 @@ def test_html_report_renders_and_drill_down_opens(tmp_path: Path) -> None:
             diff = drill.locator("pre.diff").last
             expect(diff).to_be_visible()
             assert diff.locator("span.add").first.inner_text().startswith("+")
+            drill.locator("summary", has_text="final.patch").click()  # empty: not a blank box
+            expect(drill.locator("p.no-change")).to_have_text(
+                "no change: the patch is empty (the repository was left as it was)")
             convo = drill.locator("details", has_text="Conversation")
             convo.locator("summary").first.click()
             convo.locator("summary", has_text="tool").click()
@@ -237,6 +241,10 @@ def test_paired_compare_and_index_pages(tmp_path: Path) -> None:
                 assert "discordant" in (rows.nth(i).get_attribute("class") or "")
             assert page.locator("tr.pair-task.discordant .cell.b_only").count() == 5
             assert page.locator('[data-card="mcnemar"] b').inner_text() != "—"
+            align = "e => getComputedStyle(e).textAlign"  # numbers under their own headers
+            for header in ("A passed", "B passed"):
+                th = page.locator("#pairs th", has_text=header)
+                assert th.evaluate(align) == rows.first.locator("td.num").first.evaluate(align)
             page.screenshot(path=str(shots / "agentbench-paired.png"), full_page=True)
 
             evil_row = page.locator("tr.pair-task", has_text="onerror")
@@ -278,6 +286,9 @@ def test_paired_compare_and_index_pages(tmp_path: Path) -> None:
             page.goto(index.as_uri())
             page.wait_for_load_state("load")
             assert page.locator("tr.run-row").count() == 3
+            first = page.locator("tr.run-row").first  # the id and the date stay on one line
+            for cell in (first.locator("td").nth(0), first.locator("td").nth(2)):
+                assert cell.evaluate("e => getComputedStyle(e).whiteSpace") == "nowrap"
             page.screenshot(path=str(shots / "agentbench-index.png"), full_page=True)
             page.locator("tr.run-row a", has_text="b").first.click()
             page.wait_for_load_state("load")
