@@ -84,6 +84,12 @@ def make_task(request: Request, bench: Bench, gate: Gate,
                            "docs, CI or packaging): there is nothing for an agent to fix")
     modules = _modules(request, mirror, fix, parts)
     candidate = build(mirror, commit, parent, parts, modules, request.setup)
+    fix_text = candidate.fix_patch.decode("utf-8", "replace")
+    leaked = (statement.leaked_code(request.statement, fix_text)
+              if request.statement not in ("commit", "tests") else None)
+    if leaked is not None:
+        raise TaskNewError(f"--statement repeats the fix's code ({leaked[:60]!r}): describe the "
+                           "symptom, not the fix", 2)
     say(f"task new: {name}: tests before and after the fix in the sandbox "
         f"({', '.join(modules[:3])}{' ...' if len(modules) > 3 else ''}; "
         f"setup: {candidate.plan.source})")
@@ -92,7 +98,6 @@ def make_task(request: Request, bench: Bench, gate: Gate,
     verdict = judge(runs)
     if verdict.reason is not None:
         raise TaskNewError(_explain(verdict, runs, modules))
-    fix_text = candidate.fix_patch.decode("utf-8", "replace")
     task = taskfiles.HarvestedTask(
         task_id=name, suite=request.suite, repo_url=url, parent=parent, commit=fix,
         date=commit.date, source=url, description=_description(request, commit, verdict,
@@ -203,10 +208,6 @@ def _description(request: Request, commit: history.Commit, verdict: Verdict, fix
         return statement.from_commit(commit.subject, commit.body, fix)
     if request.statement == "tests":
         return statement.from_tests(verdict.fail_to_pass)
-    leaked = statement.leaked_code(request.statement, fix)
-    if leaked is not None:
-        raise TaskNewError(f"--statement repeats the fix's code ({leaked[:60]!r}): describe the "
-                           "symptom, not the fix")
     return request.statement.strip()
 
 
