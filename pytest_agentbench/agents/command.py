@@ -5,7 +5,9 @@
     agent: command
     params:
       command: python3 $AGENTBENCH_PROGRAM_DIR/agent.py     # run in the workspace, by sh -c
-      program_dir: my_agent/    # host directory, read-only at $AGENTBENCH_PROGRAM_DIR
+      program_dir: my_agent/    # host directory, read-only at $AGENTBENCH_PROGRAM_DIR, or:
+      # install: python3 -m venv $AGENTBENCH_PROGRAM_DIR/venv && ...  # once per image, with
+      #   the network, before any agent's clock; cached (core/program_install.py)
       env: {MY_AGENT_MODE: headless}
       trajectory: /tmp/agent-trajectory.json   # collected into the attempt's agent/ folder
       port: 8089                # the sandbox's loopback port the model is reached on
@@ -60,6 +62,7 @@ class CommandParams(BaseModel):
 
     command: str = Field(min_length=1)
     program_dir: str | None = None
+    install: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
     trajectory: str | None = None
     port: int = Field(default=8089, ge=1024, le=65535)
@@ -92,13 +95,16 @@ class CommandAgent:
             if not program_dir.is_absolute() and base_dir is not None:
                 program_dir = base_dir / program_dir
             program_dir = program_dir.resolve()
-        self.needs = ProgramNeeds(program_dir=program_dir)
+        self.needs = ProgramNeeds(program_dir=program_dir, install=self.params.install)
 
     @staticmethod
     def check_params(params: Mapping[str, Any]) -> None:
         parsed = CommandParams.parse(params)
         if parsed.program_dir is not None and "://" in parsed.program_dir:
             raise ValueError("params.program_dir: a directory on this machine, not a URL")
+        if parsed.program_dir is not None and parsed.install is not None:
+            raise ValueError("params.install: give program_dir (a directory of yours) or install "
+                             "(commands that fill one), not both")
 
     def run(self, ctx: AgentContext) -> AgentOutcome:
         if ctx.gateway_dir is None or ctx.programs is None:
@@ -143,6 +149,8 @@ class CommandAgent:
                                               "Fix the code so that it passes and verify by "
                                               "running it."),
             "AGENTBENCH_FAILING_COMMAND": ctx.failing_command,
+            "AGENTBENCH_MAX_STEPS": str(ctx.max_steps),
+            "AGENTBENCH_TOOL_TIMEOUT": str(int(ctx.task.environment.tool_timeout_sec)),
             "AGENTBENCH_MODEL": self.config.model.model_info().get("name") or "model",
             "OPENAI_BASE_URL": f"{local}/v1", "OPENAI_API_BASE": f"{local}/v1",
             "OPENAI_API_KEY": token,

@@ -88,9 +88,11 @@ class ProgramNeeds:
     """What an agent that runs a program inside the sandbox (agents/command.py) needs there,
     declared as the agent's `needs` attribute so the sandbox is made with it: a directory for
     the model gateway's socket (`AGENTBENCH_GATEWAY_DIR` inside) and the directory its program
-    was installed into (`AGENTBENCH_PROGRAM_DIR`), both read-only."""
+    is in (`AGENTBENCH_PROGRAM_DIR`): a host directory of its own, or the one `install` fills
+    once per image; both read-only."""
 
     program_dir: Path | None = None
+    install: str | None = None  # commands that install the program (core/program_install.py)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,11 @@ from pytest_agentbench.agents.port import ProgramNeeds
 from pytest_agentbench.core.envcache import CacheHold, Claim
 from pytest_agentbench.core.events import EventSink
 from pytest_agentbench.core.phases import PhaseTimer
+from pytest_agentbench.core.program_install import (
+    PROGRAM_TARGET,
+    ProgramInstallError,
+    ensure_installed,
+)
 from pytest_agentbench.core.recording import RecordingToolbox
 from pytest_agentbench.core.rundir import AttemptPaths
 from pytest_agentbench.core.trial_config import TrialConfig, attempt_id, sandbox_spec
@@ -37,7 +42,6 @@ class Failure(Exception):
 
 
 GATEWAY_TARGET = "/run/agentbench/gateway"  # a command agent's gateway socket, in its sandbox
-PROGRAM_TARGET = "/opt/agentbench/program"  # and its installed program
 
 
 class Attempt:
@@ -49,16 +53,11 @@ class Attempt:
         # an agent that runs its own program (agents/command.py): the agent's sandbox sees a
         # directory for its model gateway's socket (a short path: a socket's is at most 107
         # bytes) and the program's installation, read-only
+        self.needs = needs
         self.gateway_dir: Path | None = None
-        self.agent_mounts: tuple[ExtraMount, ...] = ()
         if needs is not None:
             self.gateway_dir = Path(tempfile.mkdtemp(prefix="agentbench-gw-"))
             self.gateway_dir.chmod(0o755)
-            self.agent_mounts = (ExtraMount(self.gateway_dir, GATEWAY_TARGET,
-                                            "AGENTBENCH_GATEWAY_DIR"),)
-            if needs.program_dir is not None:
-                self.agent_mounts += (ExtraMount(needs.program_dir, PROGRAM_TARGET,
-                                                 "AGENTBENCH_PROGRAM_DIR"),)
         self.attempt_id = attempt_id(
             cfg.run_id, self.spec.id, cfg.variant, cfg.attempt_index, cfg.session
         )
@@ -118,13 +117,35 @@ class Attempt:
         with self.timed("sandbox_start"):
             sandbox = self.sandboxes.open(
                 sandbox_spec(self.cfg, self.spec, self.workspace, network, phase, self.env_dir,
-                             extra_mounts=self.agent_mounts if phase == "agent" else ())
+                             extra_mounts=self._agent_mounts() if phase == "agent" else ())
             )
         self.open_sandboxes.append(sandbox)
         self.environment.setdefault("sandboxes", []).append(
             {"phase": phase, "network": network, "facts": sandbox.facts()}
         )
         return sandbox
+
+    def _agent_mounts(self) -> tuple[ExtraMount, ...]:
+        """A command agent's gateway directory and program, installed first when it has not
+        been (core/program_install.py; before the agent's clock starts)."""
+        if self.needs is None or self.gateway_dir is None:
+            return ()
+        if self.needs.install is not None and self.needs.program_dir is None:
+            base = sandbox_spec(self.cfg, self.spec, self.workspace, True, "setup",
+                                self.workspace / "program-install-env")
+            with self.timed("agent_install"):
+                try:
+                    self.needs, fresh = ensure_installed(self.needs, self.sandboxes, base)
+                except ProgramInstallError as exc:
+                    raise Failure(Reason.SANDBOX_ERROR, str(exc), "AGENT_INSTALL") from None
+            self.environment["agent_program"] = {"dir": str(self.needs.program_dir),
+                                                 "installed_now": fresh}
+        mounts: tuple[ExtraMount, ...] = (
+            ExtraMount(self.gateway_dir, GATEWAY_TARGET, "AGENTBENCH_GATEWAY_DIR"),)
+        if self.needs.program_dir is not None:
+            mounts += (ExtraMount(self.needs.program_dir, PROGRAM_TARGET,
+                                  "AGENTBENCH_PROGRAM_DIR"),)
+        return mounts
 
     # -- harness commands -----------------------------------------------------------------------
     def run_command(

@@ -1,0 +1,108 @@
+"""A command agent's program, installed once per (image, install commands) and then mounted
+read-only into every agent sandbox that runs it (issue 23 item 3).
+
+The install runs in a sandbox of its own with the network (the setup's: the CA bundle of a
+TLS-intercepting proxy, the pip cache), never during the agent phase and never on the agent's
+clock: its directory is the sandbox's workdir, `AGENTBENCH_PROGRAM_DIR` (the path it is mounted
+at later, so a virtualenv's scripts find their interpreter). It is built in a staging
+directory and renamed into place only when the install command succeeded, under a lock, so
+concurrent workers install once and nobody mounts half an install. Its output is kept in the
+cache entry (`install.log`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+from pytest_agentbench.agents.port import ProgramNeeds
+from pytest_agentbench.sandbox.port import SandboxFactory, SandboxSpec
+
+PROGRAM_TARGET = "/opt/agentbench/program"  # where the sandbox sees it, at install and after
+INSTALL_TIMEOUT_SEC = 1800.0
+DONE_FILE = ".agentbench-installed"
+TMP_DIR = ".install-tmp"
+
+
+class ProgramInstallError(Exception):
+    """The install command failed: one line with its exit status and the tail of its output."""
+
+
+def program_cache_root() -> Path:
+    root = Path(os.environ.get("AGENTBENCH_PROGRAM_CACHE",
+                               Path.home() / ".cache/agentbench/programs"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def install_key(image: str, install: str) -> str:
+    return hashlib.sha256(f"{image}\n{install}".encode()).hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def ensure_installed(needs: ProgramNeeds, sandboxes: SandboxFactory, base: SandboxSpec,
+                     root: Path | None = None) -> tuple[ProgramNeeds, bool]:
+    """`needs` with `program_dir` set to the installed program (installing it first when no
+    finished install exists), and whether this call installed it. `base`: a setup sandbox's
+    spec (image, network, CA bundle, limits, labels) to install with."""
+    if needs.install is None:
+        return needs, False
+    root = root or program_cache_root()
+    final = root / install_key(base.image, needs.install)
+    if (final / DONE_FILE).is_file():
+        return replace(needs, program_dir=final), False
+    with _locked(root / f"{final.name}.lock"):
+        if (final / DONE_FILE).is_file():  # another worker finished it while we waited
+            return replace(needs, program_dir=final), False
+        staging = Path(tempfile.mkdtemp(prefix=f"{final.name}.", dir=root))
+        try:
+            _install(needs.install, sandboxes, base, staging)
+            shutil.rmtree(final, ignore_errors=True)
+            staging.rename(final)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+    return replace(needs, program_dir=final), True
+
+
+def _install(install: str, sandboxes: SandboxFactory, base: SandboxSpec, staging: Path) -> None:
+    env_dir = Path(tempfile.mkdtemp(prefix="agentbench-install-env-"))
+    # the sandbox's /tmp is a small tmpfs: an installer's temporary files go beside the
+    # install (removed after it)
+    (staging / TMP_DIR).mkdir()
+    env = {**base.env, "AGENTBENCH_PROGRAM_DIR": PROGRAM_TARGET,
+           "TMPDIR": f"{PROGRAM_TARGET}/{TMP_DIR}"}
+    spec = replace(base, workspace=staging, env_dir=env_dir, workdir=PROGRAM_TARGET,
+                   network=True, env_read_only=False, disk_limit_mb=None, extra_mounts=(),
+                   sync_back=True, env=env, lifetime_sec=INSTALL_TIMEOUT_SEC + 300)
+    sandbox = sandboxes.open(spec)
+    try:
+        result = sandbox.exec(install, timeout_sec=INSTALL_TIMEOUT_SEC, full_output=True)
+    finally:
+        sandbox.close()
+        shutil.rmtree(env_dir, ignore_errors=True)
+    shutil.rmtree(staging / TMP_DIR, ignore_errors=True)
+    log = (result.full_stdout or result.stdout) + (result.full_stderr or result.stderr)
+    (staging / "install.log").write_text(log, "utf-8")
+    if result.exit_code != 0 or result.timed_out:
+        tail = " | ".join(log.strip().splitlines()[-3:])[-400:]
+        raise ProgramInstallError(
+            f"the agent program's install exited {result.exit_code}"
+            f"{' (timed out)' if result.timed_out else ''}: {tail}")
+    (staging / DONE_FILE).write_text(install, "utf-8")
