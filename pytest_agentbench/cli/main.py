@@ -77,10 +77,31 @@ def _variants(args: argparse.Namespace) -> int:
             print(f"  {r.name:<{width}}  {r.agent:<{agent_width}}  {r.description}")
 
     show("Bundled variants (--agentbench-variant NAME): name, agent, description",
-         list_bundled_variants())
+         [_with_install_state(row) for row in list_bundled_variants()])
     show("Agents (--agentbench-variant NAME, or `agent:` in a variant YAML): name, origin, "
          "description", list_agents())
     return 0
+
+
+def _with_install_state(row: Any) -> Any:
+    """A command agent's variant says whether its program is installed (and where)."""
+    import dataclasses
+
+    from pytest_agentbench.agents.variants import VariantError, load_variant
+    from pytest_agentbench.core.program_install import installed_dirs
+
+    if row.agent != "command":
+        return row
+    try:
+        install = load_variant(row.name).params.get("install")
+    except VariantError:
+        return row
+    if not isinstance(install, str):
+        return row
+    found = installed_dirs(install)
+    state = (f"installed: {found[-1]}" if found
+             else "not installed yet: installed by the first run, with the network")
+    return dataclasses.replace(row, description=f"{row.description} [{state}]")
 
 
 ENGINE_HELP = ("a Docker engine, repeatable (default: default, what the docker CLI uses): "

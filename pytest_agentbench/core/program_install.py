@@ -42,6 +42,17 @@ def program_cache_root() -> Path:
     return root
 
 
+def installed_dirs(install: str, root: Path | None = None) -> list[Path]:
+    """Finished installs of these install commands (one per runner image they ran on)."""
+    root = root or program_cache_root()
+    found = []
+    for done in sorted(root.glob(f"*/{DONE_FILE}")):
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            if done.read_text("utf-8") == install:
+                found.append(done.parent)
+    return found
+
+
 def install_key(image: str, install: str) -> str:
     return hashlib.sha256(f"{image}\n{install}".encode()).hexdigest()[:16]
 
