@@ -102,6 +102,8 @@ def task_new(args: argparse.Namespace) -> int:
             return fail(str(exc), exc.code)
         except RepoError as exc:
             return fail(str(exc), 1)
+        except OSError as exc:  # e.g. the taskpacks directory's parent is not writable
+            return fail(f"{exc.filename or ''}: {exc.strerror or exc}", 1)
     shown = _shown(final)
     print(f"task new: wrote {shown} (oracle passed, nop failed); run it with "
           f"`pytest --agentbench-suite {suite}`")
