@@ -12,10 +12,13 @@ folded into a command's exec is its time inside the sandbox).
 Printed per mix: median, p90 and mean over the steps of the total and of its parts (tool
 execution, snapshot/diff, rest), docker execs per step, the same by tool, and a PASS/FAIL line
 against the target, on the mean (a mix's steps are of different kinds, so its median is one
-kind's time). A slow or noisy result never fails the script; a harness error does (exit 1): a
-trial that did not run to its `finish`, or a file-changing step without its own diff.
+kind's time). A slow or noisy result never fails the script; a harness error does (exit 1, after
+every mix has run and printed what it measured): a trial that did not run to its `finish`, or a
+file-changing step without its own diff. The scripted model's `finish` is taken at its word
+(`verify_finish: false`): the steps measured are the scripted ones, not a check of the task.
 
     uv run --frozen python scripts/bench_agent_step.py [--steps 20] [--mix read+run|edits|both]
+    uv run --frozen python scripts/bench_agent_step.py --smoke   # 4 steps: it runs, figures print
 """
 
 from __future__ import annotations
@@ -172,7 +175,7 @@ def run_mix(mix: str, steps: int, image: Any) -> tuple[list[dict[str, Any]], str
         )
         variant = Variant("llm_v0", "llm_v0",
                           params={"max_steps": steps + 5, "stuck_after": 10 ** 6,
-                                  "max_noop": 10 ** 6})
+                                  "max_noop": 10 ** 6, "verify_finish": False})
         agent = agent_builder(variant, llm_cli={"base_url": server.base_url,
                                                 "model": "bench/model", "preset": "local"})()
         undo = probe.install()
@@ -185,7 +188,11 @@ def run_mix(mix: str, steps: int, image: Any) -> tuple[list[dict[str, Any]], str
     diffs = {e.get("step") for e in events if e["type"] == "patch_applied"}
     error = None
     if record.agent is None or record.agent.finished_by != "finish":
-        error = f"the agent did not finish as scripted: {record.agent} ({record.reason})"
+        r = record.result
+        error = (f"the agent did not finish as scripted: finished_by="
+                 f"{record.agent.finished_by if record.agent else None}, steps "
+                 f"{record.agent.steps if record.agent else None}, result {r.failure_reason} "
+                 f"{r.sub_reason or ''}: {r.summary}")
     elif len(probe.chats) != steps + 1:
         error = f"{len(probe.chats)} model calls, expected {steps + 1}"
     elif len(diffs) != changing:
@@ -204,7 +211,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--mix", choices=[*MIXES, "both"], default="both")
+    parser.add_argument("--smoke", action="store_true",
+                        help="a tiny size (4 steps): it runs and prints its figures")
     args = parser.parse_args()
+    if args.smoke:
+        args.steps = 4
     image = ensure_image(quiet=True)
     failed = False
     verdicts = []
@@ -214,6 +225,7 @@ def main() -> None:
         if error is not None:
             print(f"HARNESS ERROR: {error}")
             failed = True
+        if not rows:
             continue
         for key, label in (("total", "total"), ("tool", "tool execution"),
                            ("snap", "snapshot/diff"), ("rest", "rest")):
