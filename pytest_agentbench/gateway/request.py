@@ -17,7 +17,7 @@ class BadRequest(Exception):
 
 @dataclass
 class ModelRequest:
-    protocol: str  # openai_chat | anthropic_messages
+    protocol: str  # openai_chat | openai_responses | anthropic_messages
     requested_model: str | None
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]] | None = None

@@ -4,6 +4,7 @@ A loopback HTTP server (the stdlib's ThreadingHTTPServer) with a bearer token of
 per attempt. It answers model calls only, of its attempt only:
 
     POST /v1/chat/completions, /chat/completions   OpenAI Chat Completions (stream or not)
+    POST /v1/responses, /responses                  OpenAI Responses (stream or not)
     POST /v1/messages                               Anthropic Messages (stream or not)
 
 A request without this attempt's token (`Authorization: Bearer T` or `x-api-key: T`) gets 403
@@ -31,7 +32,7 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
-from pytest_agentbench.gateway import anthropic, openai_chat
+from pytest_agentbench.gateway import anthropic, openai_chat, openai_responses
 from pytest_agentbench.gateway.meter import (
     Events,
     GatewayStop,
@@ -55,8 +56,11 @@ IDLE_TIMEOUT_SEC = 60.0  # a connection that sends nothing for this long is clos
 ROUTES: dict[str, ModuleType] = {
     "/v1/chat/completions": openai_chat,
     "/chat/completions": openai_chat,
+    "/v1/responses": openai_responses,
+    "/responses": openai_responses,
     "/v1/messages": anthropic,
 }
+CALL_ID_PREFIX = {anthropic.PROTOCOL: "msg_gw", openai_responses.PROTOCOL: "resp_gw"}
 
 
 class ModelGateway:
@@ -188,7 +192,7 @@ class ModelGateway:
 
     def next_call_id(self, protocol: str) -> str:
         self._calls += 1
-        prefix = "msg_gw" if protocol == anthropic.PROTOCOL else "chatcmpl-gw"
+        prefix = CALL_ID_PREFIX.get(protocol, "chatcmpl-gw")
         return f"{prefix}{self._calls}{secrets.token_hex(6)}"
 
 
