@@ -5,7 +5,11 @@ each valid task goes through the real pipeline with the oracle and with nop (`ru
 the same check the doctor makes), then once per try of the exploit agent (`--exploit NAME` picks
 some): a task is accepted when its baseline fails consistently, the oracle passes, nop fails
 with TESTS_FAILED and no exploit gets through. Each try gets a line (how it was stopped); a
-hard-coding try that passes is a `WARN` line naming the weak tests. Exit status: 0 all
+hard-coding try that passes is a `WARN` line naming the weak tests. With `--adequacy` each
+accepted task also gets its test-adequacy score (run/adequacy.py: the share of the oracle
+patch's mutants its tests catch; `--exploit none` skips the exploit tries); below
+`--adequacy-threshold` it is a `WARN` line naming the surviving mutants. `--json FILE` writes
+every task's verdict, tries and adequacy as JSON. Exit status: 0 all
 accepted, 1 some rejected, 2 no taskpacks or a bad option, 10 no Docker engine or runner image
 (one line).
 
@@ -40,6 +44,15 @@ def add_validate_command(sub: Any) -> None:
                      help="run oracle, nop and every exploit try on each task")
     cmd.add_argument("--exploit", action="append", default=None, metavar="NAME",
                      help="with --run: only this exploit try (repeatable; default: all)")
+    cmd.add_argument("--adequacy", action="store_true",
+                     help="with --run: grade mutants of each oracle patch (test adequacy)")
+    cmd.add_argument("--adequacy-threshold", type=_share, default=None, metavar="SHARE",
+                     help="with --adequacy: warn below this share of mutants caught "
+                          "(0..1, default 0.6)")
+    cmd.add_argument("--adequacy-max", type=_positive, default=None, metavar="N",
+                     help="with --adequacy: grade at most N mutants per task (default 40)")
+    cmd.add_argument("--json", dest="json_out", default=None, metavar="FILE",
+                     help="with --run: also write each task's verdict as JSON to FILE")
     cmd.add_argument("--sandbox", choices=("docker", "local"), default="docker",
                      help="with --run: docker (default), or local (no isolation: the tries "
                           "that need it are skipped)")
@@ -61,18 +74,26 @@ def validate_tasks(args: argparse.Namespace) -> int:
     for problem in loaded.problems:
         print(f"INVALID {problem}")
     tasks = [t for t in loaded.tasks if not args.only or args.only in t.id]
+    if not args.run and (args.adequacy or args.json_out):
+        print("agentbench validate-tasks: --adequacy and --json need --run", file=sys.stderr)
+        return 2
     if not args.run:
         return _check_statically(tasks, len(loaded.problems))
     from pytest_agentbench.agents.exploit_tries import TRIES
     from pytest_agentbench.run.validation import validate_task
     from pytest_agentbench.sandbox.image import ImageBuildError
 
-    unknown = sorted(set(args.exploit or ()) - set(TRIES))
+    unknown = sorted(set(args.exploit or ()) - set(TRIES) - {"none"})
     if unknown:
         print(f"agentbench validate-tasks: --exploit: unknown {', '.join(unknown)} (known: "
-              f"{', '.join(TRIES)})", file=sys.stderr)
+              f"{', '.join(TRIES)}, or none)", file=sys.stderr)
         return 2
-    exploits = tuple(args.exploit) if args.exploit else True
+    exploits = tuple(e for e in args.exploit if e != "none") if args.exploit else True
+    adequacy = _adequacy_options(args)
+    if isinstance(adequacy, str):
+        print(f"agentbench validate-tasks: {adequacy}", file=sys.stderr)
+        return 2
+    verdicts: dict[str, Any] = {}
     bad, warned = len(loaded.problems), 0
     with tempfile.TemporaryDirectory(prefix="agentbench-validate-") as tmp:
         try:
@@ -81,7 +102,9 @@ def validate_tasks(args: argparse.Namespace) -> int:
             print(f"agentbench validate-tasks --run: {exc}", file=sys.stderr)
             return INFRA_ERROR
         for task in tasks:
-            result = validate_task(task, shared, sandboxes, mirrors, exploits=exploits)
+            result = validate_task(task, shared, sandboxes, mirrors, exploits=exploits,
+                                   adequacy=adequacy)
+            verdicts[task.id] = result.to_dict()
             bad += not result.ok
             warned += bool(result.warnings)
             print(f"{'OK     ' if result.ok else 'REJECT '} {task.id}: {result.detail}", flush=True)
@@ -90,11 +113,53 @@ def validate_tasks(args: argparse.Namespace) -> int:
                 print(tail, flush=True)
             for tried in result.exploits:
                 print(f"        {tried.line()}", flush=True)
+            if result.adequacy is not None:
+                print(f"        {result.adequacy.line()}", flush=True)
             for warning in result.warnings:
                 print(f"WARN    {task.id}: {warning}", flush=True)
+    if args.json_out:
+        _write_json(Path(args.json_out), verdicts)
     weak = f", {warned} with weak tests" if warned else ""
     print(f"{len(tasks) + len(loaded.problems) - bad} accepted, {bad} rejected{weak}")
     return 1 if bad else 0
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a share from 0 to 1, got {text!r}")
+    return value
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
+def _adequacy_options(args: argparse.Namespace) -> Any:
+    """`--adequacy`'s options (run/validation.py AdequacyOptions), None without it, or the
+    one-line problem when its options are given without it."""
+    from pytest_agentbench.run.validation import AdequacyOptions
+
+    given = args.adequacy_threshold is not None or args.adequacy_max is not None
+    if not args.adequacy:
+        return "--adequacy-threshold and --adequacy-max need --adequacy" if given else None
+    default = AdequacyOptions()
+    return AdequacyOptions(
+        max_mutants=args.adequacy_max or default.max_mutants,
+        threshold=default.threshold if args.adequacy_threshold is None
+        else args.adequacy_threshold)
+
+
+def _write_json(path: Path, verdicts: dict[str, Any]) -> None:
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"tasks": verdicts}, indent=2, sort_keys=True) + "\n", "utf-8")
 
 
 def _setup_tail(run_dir: Path, record: dict[str, Any]) -> str:

@@ -33,6 +33,7 @@ from pytest_agentbench.reporting.scan import is_test_path
 from pytest_agentbench.tools.patch_model import Hunk
 from pytest_agentbench.tools.patch_parse import parse_patch
 
+
 @dataclass(frozen=True)
 class Mutant:
     """One mutant: the file it changes, the operator, where (1-based line of the mutated file)
@@ -74,7 +75,7 @@ def mutants(oracle_patch: str, read: dict[str, str | None]) -> list[Mutant]:
             out.append(_mutant(fp.path, "hunk-revert", fp.hunks[i].new_start,
                                f"hunk {i + 1} left out{': ' + header if header else ''}",
                                text, fixed, sections))
-    for path, (old, new, changed) in fixed.items():
+    for path, (_old, new, changed) in fixed.items():
         if new is None or is_test_path(path) or not path.endswith(".py"):
             continue
         for line, operator, what, text in python_mutations(new, changed):
@@ -174,8 +175,8 @@ def python_mutations(text: str, lines: set[int]) -> list[tuple[int, str, str, st
         return []
     source = text.encode("utf-8")
     starts = [0]
-    for line in source.splitlines(keepends=True):
-        starts.append(starts[-1] + len(line))
+    for raw in source.splitlines(keepends=True):
+        starts.append(starts[-1] + len(raw))
     skip = _docstrings_and_fstrings(tree)
     edits: list[tuple[int, str, str, int, int, bytes]] = []
 

@@ -14,6 +14,11 @@ oracle and nop: the task is valid only when no try passes and none found what an
 never reach (another commit, the oracle, the network). Hard-coding the expected values is the
 one try that may pass: it is a weak-test warning naming the tests that let it through. Tries
 that need isolation are skipped on the local sandbox (it has none).
+
+With `adequacy` (`validate-tasks --run --adequacy`, issue 24 item 3) a task the oracle and nop
+judge valid also gets its test-adequacy score (run/adequacy.py: the share of the oracle patch's
+mutants its tests catch); a score below the threshold is a weak-test warning naming the
+mutants that survived, never a rejection.
 """
 
 from __future__ import annotations
@@ -27,6 +32,12 @@ from pytest_agentbench.agents.exploit import ExploitAgent
 from pytest_agentbench.agents.exploit_tries import TRIES
 from pytest_agentbench.agents.port import Agent
 from pytest_agentbench.repos.mirror import MirrorCache
+from pytest_agentbench.run.adequacy import (
+    DEFAULT_MAX_MUTANTS,
+    DEFAULT_THRESHOLD,
+    Adequacy,
+    run_adequacy,
+)
 from pytest_agentbench.run.factory import AttemptFactory, SharedAttemptConfig
 from pytest_agentbench.sandbox.port import SandboxFactory
 from pytest_agentbench.schemas.taxonomy import Reason, blame
@@ -45,6 +56,16 @@ class TaskValidation:
     nop: dict[str, Any]
     exploits: tuple[ExploitTry, ...] = ()
     warnings: tuple[str, ...] = ()
+    adequacy: Adequacy | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The verdict for `validate-tasks --json`: no records, each try and the adequacy."""
+        return {"ok": self.ok, "detail": self.detail, "warnings": list(self.warnings),
+                "exploits": [{"exploit": t.exploit, "attempted": t.attempted,
+                              "passed": t.passed, "stopped_by": t.stopped_by,
+                              "found": list(t.found), "tests": list(t.tests),
+                              "skipped": t.skipped} for t in self.exploits],
+                "adequacy": self.adequacy.to_dict() if self.adequacy else None}
 
 
 @dataclass(frozen=True)
@@ -112,21 +133,40 @@ def validate_task(
     sandboxes: SandboxFactory,
     mirrors: MirrorCache,
     exploits: bool | tuple[str, ...] = False,
+    adequacy: AdequacyOptions | None = None,
 ) -> TaskValidation:
     """Run `task` with the oracle, then with nop, each as variant and run `<shared.run_id>-<agent>`
     (the rest of `shared` as given), and judge the two records; with `exploits` (True: every
-    try, or the names of some), each exploit try after them when the task passed so far."""
+    try, or the names of some), each exploit try after them when the task passed so far; with
+    `adequacy`, the mutants of its oracle patch graded (run/adequacy.py) when oracle and nop
+    accept it."""
     records: dict[str, dict[str, Any]] = {}
     for agent in (OracleAgent, NopAgent):
         records[agent.name] = _attempt(task, shared, sandboxes, mirrors, agent.name, agent)
     ok, detail = judge(records["oracle"], records["nop"])
-    if not ok or not exploits:
+    if not ok or not (exploits or adequacy):
         return TaskValidation(ok, detail, records["oracle"], records["nop"])
     names: tuple[str, ...] = tuple(TRIES) if exploits is True else tuple(exploits or ())
     tries = tuple(run_exploit(task, shared, sandboxes, mirrors, name) for name in names)
     rejected, warnings = judge_exploits(tries)
-    return TaskValidation(rejected is None, rejected or detail + ", no exploit gets through",
-                          records["oracle"], records["nop"], tries, warnings)
+    if names and rejected is None:
+        detail += ", no exploit gets through"
+    scored = None
+    if adequacy is not None:
+        scored = run_adequacy(task, shared, sandboxes, mirrors, adequacy.max_mutants,
+                              adequacy.threshold)
+        low = scored.warning()
+        warnings += (low,) if low else ()
+    return TaskValidation(rejected is None, rejected or detail, records["oracle"],
+                          records["nop"], tries, warnings, scored)
+
+
+@dataclass(frozen=True)
+class AdequacyOptions:
+    """`--adequacy`'s: at most `max_mutants` graded; a score below `threshold` warns."""
+
+    max_mutants: int = DEFAULT_MAX_MUTANTS
+    threshold: float = DEFAULT_THRESHOLD
 
 
 def run_exploit(task: LoadedTask, shared: SharedAttemptConfig, sandboxes: SandboxFactory,
