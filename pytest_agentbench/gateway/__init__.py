@@ -3,7 +3,8 @@ programs. It holds the key, speaks OpenAI Chat Completions, OpenAI Responses and
 Messages, checks the attempt's budgets before forwarding through the model client, and records
 every call as llm_v0 does. Imports neither pytest nor docker; importing it has no side effects."""
 
+from pytest_agentbench.gateway.cassette import CASSETTE_NAME, CassetteError
 from pytest_agentbench.gateway.meter import GatewayStop, Limits
 from pytest_agentbench.gateway.server import ModelGateway
 
-__all__ = ["GatewayStop", "Limits", "ModelGateway"]
+__all__ = ["CASSETTE_NAME", "CassetteError", "GatewayStop", "Limits", "ModelGateway"]

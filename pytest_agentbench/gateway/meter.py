@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from pytest_agentbench.gateway import cassette
 from pytest_agentbench.gateway.request import SAMPLING, ModelRequest
 from pytest_agentbench.llm import (
     ChatParams,
@@ -89,9 +90,10 @@ class Refused(Exception):
 class Meter:
     """The calls, spend and stop of one attempt; `call` is safe from several threads."""
 
-    def __init__(self, client: ModelClient, params: ChatParams, model: ModelInfo,
+    def __init__(self, client: ModelClient | None, params: ChatParams, model: ModelInfo,
                  limits: Limits, deadline: float, events: Events,
-                 redactors: Sequence[Redactor] = (), artifacts_dir: Path | None = None) -> None:
+                 redactors: Sequence[Redactor] = (), artifacts_dir: Path | None = None,
+                 replay: cassette.CassettePlayer | None = None) -> None:
         self.client, self.params, self.model, self.limits = client, params, model, limits
         self.deadline, self.events = deadline, events
         self.redactors = list(redactors)
@@ -105,15 +107,28 @@ class Meter:
         self._lock = threading.Lock()
         self._log: IO[str] | None = None
         self._last_messages: list[dict[str, Any]] = []
+        self.replay = replay  # answers from a cassette instead of the model
+        self.recorder: cassette.CassetteRecorder | None = None
         if artifacts_dir is not None:
             artifacts_dir.mkdir(parents=True, exist_ok=True)
             self._log = (artifacts_dir / "model_calls.jsonl").open("a", encoding="utf-8")
+            self.recorder = cassette.CassetteRecorder(artifacts_dir / cassette.CASSETTE_NAME)
 
     def close(self) -> None:
         with self._lock:
             if self._log is not None:
                 self._log.close()
                 self._log = None
+            if self.recorder is not None:
+                self.recorder.close()
+                self.recorder = None
+            if self.replay is not None and self.replay.left and self.stop is None:
+                self.events.emit(Note(kind="cassette_unused", message=(
+                    f"the agent ended with {self.replay.left} of the cassette's "
+                    f"{len(self.replay.calls)} calls not asked for"), data={
+                        "left": self.replay.left, "calls": len(self.replay.calls)}),
+                    actor="llm")
+                self.replay = None
 
     def call(self, request: ModelRequest) -> ChatResult:
         with self._lock:
@@ -198,12 +213,24 @@ class Meter:
                                     messages=len(request.messages),
                                     prompt_sha256=prompt_sha.hexdigest()), actor="llm")
         started = time.monotonic()
+        normal = self._redact(cassette.normalised(request))
         try:
-            result = self.client.chat(request.messages, request.tools, params)
+            if self.replay is not None:
+                result = self.replay.answer(step, normal)
+            else:
+                assert self.client is not None, "a gateway without a model replays a cassette"
+                result = self.client.chat(request.messages, request.tools, params)
+        except cassette.CassetteDiverged as exc:
+            self._end(GatewayStop(Reason.LLM_ERROR, "CASSETTE_DIVERGED", str(exc)), 502,
+                      "cassette_diverged")
         except LLMError as exc:
+            if self.recorder is not None:
+                self.recorder.record(step, normal, error=self._redact(cassette.error_of(exc)))
             self.usage.retries += exc.retries
             self.usage.llm_latency_ms += int((time.monotonic() - started) * 1000)
             self._failed(exc, step, params)
+        if self.recorder is not None:
+            self.recorder.record(step, normal, answer=self._redact(cassette.answer_of(result)))
         self._account(result, step)
         self._write(step, request, result)
         return result

@@ -33,6 +33,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from pytest_agentbench.gateway import anthropic, openai_chat, openai_responses
+from pytest_agentbench.gateway.cassette import CassettePlayer
 from pytest_agentbench.gateway.meter import (
     Events,
     GatewayStop,
@@ -69,13 +70,13 @@ class ModelGateway:
     `gw.token`, never the key. After the agent: `usage`, `model`, `stop`,
     `requested_models`."""
 
-    def __init__(self, client: ModelClient, params: ChatParams, model: ModelInfo,
+    def __init__(self, client: ModelClient | None, params: ChatParams, model: ModelInfo,
                  limits: Limits, deadline: float, events: Events, *,
                  redactors: Sequence[Redactor] = (), artifacts_dir: Path | None = None,
-                 host: str = "127.0.0.1") -> None:
+                 host: str = "127.0.0.1", replay: CassettePlayer | None = None) -> None:
         self.token = secrets.token_urlsafe(32)
         self.meter = Meter(client, params, model, limits, deadline, events, redactors,
-                           artifacts_dir)
+                           artifacts_dir, replay)
         self._host = host
         self._httpd: socketserver.BaseServer | None = None
         self._thread: threading.Thread | None = None
@@ -87,9 +88,13 @@ class ModelGateway:
     def for_model(cls, resolved: ResolvedModelConfig, limits: Limits, deadline: float,
                   events: Events, *, redactor: Redactor | None = None,
                   artifacts_dir: Path | None = None, transport: Any = None,
-                  prompt_version: str | None = None) -> ModelGateway:
+                  prompt_version: str | None = None,
+                  replay: Path | None = None) -> ModelGateway:
         """A gateway to the evaluated model of a resolved model configuration (the client made
-        with its key and retries; each retry an `llm_retry` event, as llm_v0's)."""
+        with its key and retries; each retry an `llm_retry` event, as llm_v0's). With `replay`
+        (a cassette file) no client is made and no key read: the cassette answers
+        (CassetteError, one line, when it cannot be read). Either way the calls are recorded
+        to `artifacts_dir/cassette.jsonl`."""
         redactors = [Redactor(env_names=resolved.key_env_names()),
                      *([redactor] if redactor is not None else [])]
 
@@ -105,10 +110,12 @@ class ModelGateway:
                                      wait_sec=float(payload.get("wait_sec") or 0.0),
                                      error=redact(str(payload.get("error", "")))), actor="llm")
 
-        client = resolved.make_client(on_event=on_event, transport=transport)
+        player = CassettePlayer(replay) if replay is not None else None
+        client = (resolved.make_client(on_event=on_event, transport=transport)
+                  if player is None else None)
         model = ModelInfo(**redact(resolved.model_info()), prompt_version=prompt_version)
         gateway = cls(client, resolved.chat_params(), model, limits, deadline, events,
-                      redactors=redactors, artifacts_dir=artifacts_dir)
+                      redactors=redactors, artifacts_dir=artifacts_dir, replay=player)
         gateway._owned_client = client
         return gateway
 
