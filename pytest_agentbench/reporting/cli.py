@@ -33,6 +33,7 @@ from pytest_agentbench.reporting.cli_args import (
     run_dir,
 )
 from pytest_agentbench.reporting.names import Fields, ReportError
+from pytest_agentbench.reporting.scan import add_scan_parser
 
 EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 
@@ -44,8 +45,9 @@ def add_report_commands(subparsers: Any) -> None:
     report = subparsers.add_parser("report", help="summary and paired reports over run dirs")
     kinds = report.add_subparsers(
         dest="report_kind",
-        metavar="{summary,html,paired,compare,index,paired-html,compare-html}")
+        metavar="{summary,html,paired,compare,index,paired-html,compare-html,scan}")
     kinds.required = True
+    add_scan_parser(kinds)
 
     summary = kinds.add_parser("summary", help="pass rates, taxonomy, costs of one run")
     summary.add_argument("--run", default="latest", metavar="RUN",
