@@ -34,6 +34,9 @@ class LLMParams(BaseModel):
     max_noop: int = 3
     """Turns without a usable tool call, or edits that changed nothing, in a row before
     AGENT_NO_PROGRESS."""
+    max_repeated_errors: int = Field(default=3, ge=1)
+    """The identical tool call failing with the identical error this many times in a row before
+    AGENT_NO_PROGRESS / REPEATED_TOOL_ERROR (agents/repeats.py)."""
     stuck_on: Literal["tests", "all"] = "tests"
     """Which runs count for `stuck_after`: the test commands (or pytest) only, or every run."""
     failing_output_chars: int = 8000

@@ -15,6 +15,8 @@ calls `finish`, or on a stop condition:
     `max_noop` turns without a usable tool call  AGENT_NO_PROGRESS
       or edits that changed nothing, in a row
       (an edit that changes a file resets it)
+    the same tool call failing the same way      AGENT_NO_PROGRESS  REPEATED_TOOL_ERROR
+      `max_repeated_errors` times in a row
     `finish` while the failing command still     AGENT_GAVE_UP      UNVERIFIED_FINISH
       fails, after `max_unverified_finish`
       refusals
@@ -44,6 +46,7 @@ from typing import Any, NoReturn
 from pytest_agentbench.agents.llm_config import LLMAgentConfig
 from pytest_agentbench.agents.llm_trace import ConversationLog, call_meta, retry_events
 from pytest_agentbench.agents.port import AgentContext, AgentError, AgentOutcome, attach_spend
+from pytest_agentbench.agents.repeats import REPEATED_TOOL_ERROR, RepeatedFailures
 from pytest_agentbench.agents.statement import task_statement
 from pytest_agentbench.llm import (
     ChatResult,
@@ -141,6 +144,7 @@ class _Run:
         self.started = time.monotonic()
         self.last_sig: list[str] | None = signature(1, ctx.failing_output, "")
         self.unchanged = self.rejections = self.noop = 0
+        self.repeats = RepeatedFailures()
         self.test_commands = [_norm(c) for c in (ctx.failing_command,
                                                  ctx.task.validation.passing_command)]
         self.finish_refusals = 0
@@ -211,27 +215,36 @@ class _Run:
         self._check_progress()
 
     def _execute(self, call: ToolCall) -> tuple[str, bool, AgentOutcome | None]:
-        """(observation, whether the toolbox ran it, the outcome when it was `finish`)."""
+        """(observation, whether the toolbox ran it, the outcome when it was `finish`); the
+        call's failure counted for the repeated-error stop."""
+        observation, executed, finished, error = self._run_call(call)
+        arguments = call.raw_arguments if call.arguments_error else call.arguments
+        self.repeats.see(call.name or "", arguments, error)
+        return observation, executed, finished
+
+    def _run_call(self, call: ToolCall) -> tuple[str, bool, AgentOutcome | None, str | None]:
         if call.arguments_error:
             raw = call.raw_arguments[:500]
             return (f"ERROR INVALID_ARGUMENTS: {call.name or '(no name)'}: {call.arguments_error}"
                     f"\nraw arguments: {raw}\nSend the arguments as one JSON object that matches "
-                    "the tool's schema.", False, None)
+                    "the tool's schema.", False, None, "INVALID_ARGUMENTS")
         if call.name not in KNOWN_TOOLS:
             offered = ", ".join(s["function"]["name"] for s in self.tools)
             text = f"ERROR UNKNOWN_TOOL: no tool {call.name!r}; the tools are: {offered}"
-            return text, False, None
+            return text, False, None, "UNKNOWN_TOOL"
         result = self.ctx.toolbox.call(call.name, call.arguments)
+        error = None if result.ok else result.error_type  # a failing test run is no error
         if call.name == "finish" and result.ok:
             summary = str(call.arguments.get("summary", ""))
             refusal, stop = self._verify_finish()
             if refusal is not None:
-                return refusal, True, stop
-            return "finished", True, AgentOutcome("finish", summary=self._redact(summary)[:2000])
+                return refusal, True, stop, None
+            return ("finished", True,
+                    AgentOutcome("finish", summary=self._redact(summary)[:2000]), None)
         self._track(call, result)
         text = truncate(result.to_observation(), head_lines=300, tail_lines=200,
                         max_bytes=self.cfg.observation_chars).text
-        return text, True, None
+        return text, True, None, error
 
     def _track(self, call: ToolCall, result: ToolResult) -> None:
         """Feed the stop conditions from one tool result."""
@@ -322,6 +335,9 @@ class _Run:
         if self.unchanged >= cfg.stuck_after:
             self._stop("stuck", Reason.AGENT_STUCK, None, f"test output unchanged for "
                        f"{self.unchanged} runs in a row: {', '.join((self.last_sig or [])[:3])}")
+        if self.repeats.count >= cfg.max_repeated_errors:
+            self._stop("repeated_error", Reason.AGENT_NO_PROGRESS, REPEATED_TOOL_ERROR,
+                       self.repeats.summary())
         if self.noop >= cfg.max_noop:
             self._stop("no_progress", Reason.AGENT_NO_PROGRESS, None,
                        f"{self.noop} turns/edits in a row changed nothing")

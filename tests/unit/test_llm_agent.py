@@ -487,3 +487,28 @@ def test_harness_overhead_per_step(tmp_path: Path, monkeypatch: pytest.MonkeyPat
           f"(loop {loop_ms:.0f} ms, in the model client {model_ms:.0f} ms, 20 steps)")
     assert overhead < 50
 
+
+
+# -- the same failing call, again and again (issue 25 item 7) ------------------------------------
+def test_the_same_invalid_call_repeated_stops_well_before_max_steps(tmp_path: Path) -> None:
+    steps: list[Step] = [tool_reply("finish", {}) for _ in range(30)]
+    outcome, srv, _ = run_agent(tmp_path, steps)
+    assert (outcome.finished_by, outcome.reason, outcome.sub_reason) == (
+        "repeated_error", Reason.AGENT_NO_PROGRESS, "REPEATED_TOOL_ERROR")
+    assert len(srv.requests) == 3  # max_repeated_errors, not max_steps (30)
+    assert "finish call failed 3 times in a row with INVALID_ARGUMENTS" in outcome.summary
+
+
+def test_a_different_call_or_a_success_starts_the_count_again(tmp_path: Path) -> None:
+    bad = tool_reply("read_file", {"path": "mathx.py", "bogus": 1})
+    other = tool_reply("read_file", {"path": "mathx.py", "bogus": 2})
+    steps: list[Step] = [bad, bad, tool_reply("read_file", {"path": "mathx.py"}), bad, bad,
+                         other, bad, bad, *SOLVE]
+    outcome, _, _ = run_agent(tmp_path, steps)
+    assert outcome.finished_by == "finish"
+
+
+def test_unparseable_arguments_repeated_are_the_same_call(tmp_path: Path) -> None:
+    steps: list[Step] = [bad_arguments("read_file") for _ in range(10)]
+    outcome, srv, _ = run_agent(tmp_path, steps, max_repeated_errors=4, max_noop=99)
+    assert outcome.sub_reason == "REPEATED_TOOL_ERROR" and len(srv.requests) == 4

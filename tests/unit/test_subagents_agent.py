@@ -351,3 +351,21 @@ def test_bundled_variant_builds_the_agent() -> None:
     assert variant.agent == "subagents" and variant.params["budget_shares"]["router"] == 0.2
     variant.model = {**variant.model, "preset": "local", "base_url": "http://127.0.0.1:9/v1"}
     assert isinstance(agent_builder(variant)(), SubagentsAgent)
+
+
+def test_a_specialist_repeating_one_failing_call_stops_the_run(tmp_path: Path) -> None:
+    """Issue 25 item 7: the searcher sends the same invalid read_file again and again; the run
+    stops on the third failure, long before its rounds run out."""
+
+    def step(request: dict[str, Any]) -> Reply:
+        role = role_of(request)
+        if role == "router":
+            return answer("delegate", {"next": "searcher", "brief": "find mean"}, role, True)
+        return answer("read_file", {"path": "mathx.py", "bogus": 1}, role, True)
+
+    outcome, srv, _ = run_team(tmp_path, step)
+    assert (outcome.finished_by, outcome.reason, outcome.sub_reason) == (
+        "repeated_error", Reason.AGENT_NO_PROGRESS, "REPEATED_TOOL_ERROR"), outcome.summary
+    assert "searcher: the same read_file call failed 3 times" in outcome.summary
+    searcher_calls = [r for r in srv.requests if role_of(r.json) == "searcher"]
+    assert len(searcher_calls) == 3

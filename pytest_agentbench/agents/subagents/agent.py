@@ -109,7 +109,7 @@ class _Run:
                            ctx.failing_output, editable)
         self.specialist = Specialist(self.caller, self.graph, ctx.toolbox, self.state, Limits(
             params.max_calls_per_delegation, self.cfg.observation_chars, params.state_chars,
-            params.max_candidates, params.snippet_chars))
+            params.max_candidates, params.snippet_chars, self.cfg.max_repeated_errors))
         self.round = 0
         self.noop = self.rejections = self.unchanged = self.verify_failures = 0
         self.last_sig: list[str] | None = signature(1, ctx.failing_output, "")

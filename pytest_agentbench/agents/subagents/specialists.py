@@ -16,12 +16,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_agentbench.agents.port import Tools
-from pytest_agentbench.agents.subagents.calls import ModelCaller, RoleBudgetExhausted, Thread
+from pytest_agentbench.agents.repeats import (
+    DEFAULT_MAX_REPEATED_ERRORS,
+    REPEATED_TOOL_ERROR,
+    RepeatedFailures,
+)
+from pytest_agentbench.agents.subagents.calls import (
+    ModelCaller,
+    RoleBudgetExhausted,
+    Thread,
+    stop,
+)
 from pytest_agentbench.agents.subagents.graph import DelegationGraph, Node
 from pytest_agentbench.agents.subagents.roles import PATCHER, SEARCHER, SPECS, TESTER, RoleSpec
 from pytest_agentbench.agents.subagents.state import State
 from pytest_agentbench.agents.subagents.structured import answer_from
 from pytest_agentbench.llm import ChatResult, ToolCall
+from pytest_agentbench.schemas.taxonomy import Reason
 from pytest_agentbench.text.truncation import truncate
 
 _ASK = {
@@ -43,6 +54,7 @@ class Limits:
     state_chars: int
     max_candidates: int
     snippet_chars: int
+    max_repeated_errors: int = DEFAULT_MAX_REPEATED_ERRORS
 
 
 @dataclass
@@ -61,6 +73,7 @@ class Specialist:
                  state: State, limits: Limits) -> None:
         self.caller, self.graph, self.toolbox = caller, graph, toolbox
         self.state, self.limits = state, limits
+        self.repeats = RepeatedFailures()  # across delegations: the run stops on a rut
 
     def delegate(self, role: str, brief: str, parent: Node, round_no: int,
                  prompt: str) -> Delegation:
@@ -121,19 +134,31 @@ class Specialist:
         self.caller.append(thread, {"role": "user", "content": "\n\n".join(parts) or "ok"})
 
     def _work(self, spec: RoleSpec, call: ToolCall, done: Delegation) -> str:
+        """One work call's observation; the same call failing the same way
+        `max_repeated_errors` times in a row stops the run (agents/repeats.py)."""
+        text, error = self._work_call(spec, call, done)
+        arguments = call.raw_arguments if call.arguments_error else call.arguments
+        if self.repeats.see(call.name, arguments, error) >= self.limits.max_repeated_errors:
+            stop("repeated_error", Reason.AGENT_NO_PROGRESS, REPEATED_TOOL_ERROR,
+                 f"{spec.name}: {self.repeats.summary()}")
+        return text
+
+    def _work_call(self, spec: RoleSpec, call: ToolCall, done: Delegation
+                   ) -> tuple[str, str | None]:
         if call.arguments_error:
             return (f"ERROR INVALID_ARGUMENTS: {call.name}: {call.arguments_error}\n"
-                    "Send the arguments as one JSON object that matches the tool's schema.")
+                    "Send the arguments as one JSON object that matches the tool's schema.",
+                    "INVALID_ARGUMENTS")
         if call.name not in spec.work_tools:
             allowed = ", ".join([*spec.work_tools, spec.answer_name])
-            return f"ERROR UNKNOWN_TOOL: the {spec.name} may use only: {allowed}"
+            return f"ERROR UNKNOWN_TOOL: the {spec.name} may use only: {allowed}", "UNKNOWN_TOOL"
         result = self.toolbox.call(call.name, call.arguments)
         text = truncate(result.to_observation(), head_lines=300, tail_lines=200,
                         max_bytes=self.limits.observation_chars).text
         if call.name == "run" and result.exit_code is not None:
             done.tests.append((result.exit_code, text))
             self.state.last_test = f"$ {call.arguments.get('command', '')}\n{text}"
-        return text
+        return text, None if result.ok else result.error_type
 
     # -- answers ----------------------------------------------------------------------------
     def _accept(self, role: str, answer: dict[str, Any], done: Delegation) -> str | None:
