@@ -55,6 +55,7 @@ def pytest_configure(config: pytest.Config) -> None:
     import pytest_agentbench.plugin.ci_outputs as ci_outputs
     import pytest_agentbench.plugin.fixtures as fixtures
     import pytest_agentbench.plugin.progress as progress
+    import pytest_agentbench.plugin.sequential as sequential_plugin
     from pytest_agentbench.plugin.hooks import PLUGIN_NAME, AgentbenchPlugin
 
     plugin = AgentbenchPlugin.from_config(config, suites)
@@ -63,7 +64,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # junit properties, JSON metadata, --durations, the report.html line; live progress
     config.pluginmanager.register(ci_outputs.CiOutputs(plugin), ci_outputs.PLUGIN_NAME)
     config.pluginmanager.register(progress.Progress(config, plugin), progress.PLUGIN_NAME)
+    sequential = sequential_plugin.register(config, plugin)  # --agentbench-sequential
     plugin.start()
+    if sequential is not None:
+        sequential.start()
 
 
 def _hint_at_task_paths(config: pytest.Config) -> None:

@@ -136,6 +136,30 @@ def add_options(parser: pytest.Parser) -> None:
         "dict order shows; any pass/fail disagreement ends the attempt VERIFIER_FLAKY, counted as "
         "flaky with the task's problems, not against the agent; the record keeps every run",
     )
+    add(
+        "--agentbench-sequential",
+        metavar="BASELINE_RUN",
+        help="compare with this baseline run (a run directory, a run name in the output root, "
+        "or latest) as tasks finish, in a random order, and stop the run as soon as an "
+        "anytime-valid test says REGRESSION or OK; the exit status is the gate's (0 OK, "
+        "1 REGRESSION, 3 INCONCLUSIVE)",
+    )
+    add("--agentbench-sequential-max-drop", metavar="RATE",
+        help="largest allowed drop in pass rate for --agentbench-sequential (default 0.05)")
+    add("--agentbench-sequential-margin", metavar="RATE",
+        help="non-inferiority margin for --agentbench-sequential (the smaller threshold decides)")
+    add("--agentbench-sequential-alpha", metavar="A",
+        help="error rate of each verdict of --agentbench-sequential, at any stopping time "
+        "(default 0.05)")
+    add("--agentbench-sequential-allow-mismatch", action="append", default=[], metavar="FIELD",
+        choices=("task_commit", "image", "limits", "harness_version"),
+        help="accept a difference in this pairing field with the baseline (repeatable)")
+    add("--agentbench-sequential-seed", type=int, metavar="N",
+        help="seed of the random task order of --agentbench-sequential (default: random, "
+        "recorded in run.json)")
+    add("--agentbench-model", metavar="NAME", help="LLM model name (llm agents)")
+    add("--agentbench-preset", metavar="NAME", help="LLM provider preset (openrouter, openai, ...)")
+    add("--agentbench-base-url", metavar="URL", help="OpenAI-compatible base URL")
     add("--agentbench-model", metavar="NAME", help="LLM model name (llm agents)")
     add("--agentbench-preset", metavar="NAME", help="LLM provider preset (openrouter, openai, ...)")
     add("--agentbench-base-url", metavar="URL", help="OpenAI-compatible base URL")

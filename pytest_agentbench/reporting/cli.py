@@ -106,6 +106,10 @@ def add_report_commands(subparsers: Any) -> None:
     gate.add_argument("--inconclusive-ok", action="store_true",
                       help="exit 0 instead of 3 when the data cannot tell a regression of the "
                            "allowed size from none (too few tasks or attempts)")
+    gate.add_argument("--sequential", action="store_true",
+                      help="replay the anytime-valid sequential test over the candidate's tasks "
+                           "in its recorded random order (as --agentbench-sequential ran it): "
+                           "stop at the first task where it can say REGRESSION or OK")
     add_pairing(gate)
     _add_format(gate, ("md", "csv", "json"))
     gate.set_defaults(func=_run_gate)
@@ -217,6 +221,8 @@ def _run_compare(args: argparse.Namespace) -> int:
 
 
 def _run_gate(args: argparse.Namespace) -> int:
+    if args.sequential:
+        return _run_sequential_gate(args)
     from pytest_agentbench.reporting.gate import gate
     from pytest_agentbench.reporting.render import render_gate
 
@@ -232,6 +238,26 @@ def _run_gate(args: argparse.Namespace) -> int:
     _emit(render_gate(result, args.format), args.output)
     if args.format != "md":  # the verdict always reaches a human in CI logs
         print(result.data["verdict"], file=sys.stderr)
+    return result.exit_code
+
+
+def _run_sequential_gate(args: argparse.Namespace) -> int:
+    from pytest_agentbench.reporting.sequential import render, sequential_gate
+
+    try:
+        if args.format == "csv":
+            raise ReportError("gate --sequential writes md or json, not csv")
+        run_a, run_b = load_pair(args.baseline, args.candidate, args)
+        result = sequential_gate(run_a, run_b, max_drop=args.max_drop, margin=args.margin,
+                                 alpha=args.alpha, seed=args.seed,
+                                 allow_mismatch=args.allow_mismatch,
+                                 infra_as_failure=args.infra_as_failure,
+                                 inconclusive_ok=args.inconclusive_ok)
+    except ReportError as exc:
+        return fail(exc)
+    _emit(render(result.data, args.format), args.output)
+    if args.format != "md":
+        print(result.data["reason"], file=sys.stderr)
     return result.exit_code
 
 

@@ -418,6 +418,7 @@ def write_summary(run_dir: str | Path, infra_as_failure: bool = False,
     """
     import pytest_agentbench.reporting.load as load
     from pytest_agentbench.reporting.render import summary_markdown
+    from pytest_agentbench.reporting.sequential import summary_section as sequential_section
     from pytest_agentbench.text.redaction import Redactor
 
     path = Path(run_dir) / SUMMARY_FILE
@@ -427,6 +428,7 @@ def write_summary(run_dir: str | Path, infra_as_failure: bool = False,
         meta = load.read_meta(Path(run_dir) / load.RUN_FILE)
         run = Run(Path(run_dir), meta, load.records_to_frame([]), ("no attempt was recorded",))
     text = summary_markdown(summarize(run, infra_as_failure=infra_as_failure))
+    text += sequential_section(run.meta)  # --agentbench-sequential's verdict, when it ran
     text = (redactor or Redactor()).redact(text)
     tmp = path.with_suffix(".md.tmp")
     tmp.write_text(text, encoding="utf-8")
