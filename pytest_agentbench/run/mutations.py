@@ -12,11 +12,12 @@ where the oracle patch adds or changes a line of a file that is not a test file:
 - `boolean`: `and` <-> `or`; `not x` -> `x`.
 - `condition`: the test of an `if`/`while`/conditional expression negated, `not (...)`.
 - `constant`: an int or float n -> n + 1, True <-> False, a non-empty string -> "" and an
-  empty one -> "mutant" (docstrings and f-string parts are left alone).
+  empty one -> "mutant".
 - `statement-drop`: a simple statement (assignment, call, return, raise, ...) -> `pass`.
 
 Python files get every operator (found with `ast`, applied to the source text at the node's
-position so the rest of the file stays byte for byte); other files only hunk reverts. A mutant
+position so the rest of the file stays byte for byte; docstrings and everything inside an
+f-string are left alone); other files only hunk reverts. A mutant
 that does not parse, equals the fix or the unfixed code, or repeats another is dropped. The
 score is a lower bound: an equivalent mutant (one no test could tell from the fix) counts as a
 survivor.
@@ -197,6 +198,8 @@ def python_mutations(text: str, lines: set[int]) -> list[tuple[int, str, str, st
             edits.append((line, op, f"`{found.group()}` -> `{new}`", a, b, new.encode()))
 
     for node in ast.walk(tree):
+        if id(node) in skip:  # positions inside an f-string are not reliable before 3.12
+            continue
         if isinstance(node, ast.Compare):
             for i, cmp_op in enumerate(node.ops):
                 pattern, new = FLIP_COMPARE[type(cmp_op)]
@@ -217,13 +220,13 @@ def python_mutations(text: str, lines: set[int]) -> list[tuple[int, str, str, st
             a, b = span(node.test)
             edits.append((node.test.lineno, "condition", "condition negated", a, b,
                           b"not (" + source[a:b] + b")"))
-        elif isinstance(node, ast.Constant) and id(node) not in skip:
+        elif isinstance(node, ast.Constant):
             new_value = _constant(node.value)
             if new_value is not None:
                 a, b = span(node)
                 edits.append((node.lineno, "constant", f"{source[a:b].decode()[:40]} -> "
                               f"{new_value[:40]}", a, b, new_value.encode()))
-        if isinstance(node, SIMPLE) and id(node) not in skip:
+        if isinstance(node, SIMPLE):
             a, b = span(node)
             edits.append((node.lineno, "statement-drop",
                           f"`{source[a:b].decode().splitlines()[0][:60]}` -> `pass`",
