@@ -9,10 +9,12 @@ sandbox (hidden tests over it), the passing command with the task's timeout and 
 Setup and baseline run once per task; each mutant costs a workspace copy, a sandbox and one
 passing command.
 
-A mutant the passing command fails on is caught (killed); one it passes survived. A mutant that
-could not be graded (its patch did not apply, the sandbox failed) counts as neither. The score
-is caught / (caught + survived), None when no mutant could be made (an oracle that only deletes
-a file, or has a single hunk in a file that is not Python) or graded.
+A mutant the passing command fails on is caught (killed), and so is one it times out on (each
+mutant's limit is 5 times the oracle's grading, at least 10 s, at most the task's
+tool_timeout_sec); one it passes survived. A mutant that could not be graded (its patch did not
+apply, the sandbox failed) counts as neither. The score is caught / (caught + survived), None
+when no mutant could be made (an oracle that only deletes a file, or has a single hunk in a file
+that is not Python) or graded.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from pytest_agentbench.tasks.loader import LoadedTask
 DEFAULT_MAX_MUTANTS = 40
 DEFAULT_THRESHOLD = 0.6
 MAX_FILE_BYTES = 2_000_000
+MIN_MUTANT_TIMEOUT_SEC = 10
 
 
 @dataclass(frozen=True)
@@ -174,12 +177,26 @@ def grade_mutants(at: Attempt, base: Path, max_mutants: int) -> Adequacy:
         return Adequacy(None, problem="no mutant could be made from the oracle patch "
                         "(it only deletes, or changes one hunk of a file that is not Python)")
     start = time.monotonic()
-    runs = tuple(_grade(at, base, mutant, index)
-                 for index, mutant in enumerate(pick(made, max_mutants), 1))
+    spec = at.spec
+    limit = mutant_timeout(spec.environment.tool_timeout_sec, at.found.timings.get("score", 0))
+    at.spec = spec.model_copy(update={"environment": spec.environment.model_copy(
+        update={"tool_timeout_sec": limit})})
+    try:
+        runs = tuple(_grade(at, base, mutant, index)
+                     for index, mutant in enumerate(pick(made, max_mutants), 1))
+    finally:
+        at.spec = spec
     graded = [m for m in runs if m.caught is not None]
     score = sum(m.caught is True for m in graded) / len(graded) if graded else None
     return Adequacy(score, runs, len(made), mutant_seconds=time.monotonic() - start,
                     problem="" if graded else "no mutant could be graded")
+
+
+def mutant_timeout(task_limit: float, graded_sec: float) -> float:
+    """A mutant's passing command gets 5 times the oracle's grading (at least 10 s, at most the
+    task's tool_timeout_sec): a mutant that loops forever is caught by its timeout, not after
+    the task's whole limit."""
+    return float(min(task_limit, max(MIN_MUTANT_TIMEOUT_SEC, round(5 * graded_sec + 1))))
 
 
 def pick(made: list[Mutant], limit: int) -> list[Mutant]:
