@@ -52,6 +52,7 @@ class RecordingToolbox:
         self.step = 0
         self.errors = 0
         self.patches_rejected = 0
+        self.hunks_recounted = 0  # applied hunks whose header counts were corrected
         self.edits_refused = 0
         self.snapshots = Snapshotter(sandbox)
         self.base_tree = self.snapshots.snapshot()
@@ -85,6 +86,8 @@ class RecordingToolbox:
                 "error_message": f"{type(exc).__name__}: {exc}"[:2000],
             })
             raise
+        if result.ok and name == "apply_patch":
+            self.hunks_recounted += len(result.data.get("recounted") or ())
         if not result.ok:
             self.errors += 1
             if result.error_type == "PATCH_REJECTED":
@@ -208,6 +211,7 @@ class RecordingToolbox:
             tool_calls=self.step,
             tool_errors=self.errors,
             patches_rejected=self.patches_rejected,
+            hunks_recounted=self.hunks_recounted,
             edits_refused=self.edits_refused,
             changed_files=self.changed_files,
             lines_changed=self.lines_changed,

@@ -145,6 +145,9 @@ class AgentStats(Record):
     tool_calls: int = 0
     tool_errors: int = 0
     patches_rejected: int = 0
+    # hunks of applied patches whose @@ counts were wrong and recounted from the body (the
+    # patch tool accepts them as `git apply --recount` does): a comparison can see how often
+    hunks_recounted: int = 0
     edits_refused: int = 0
     changed_files: list[str] = Field(default_factory=list)
     lines_changed: int = 0

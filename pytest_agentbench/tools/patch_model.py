@@ -69,6 +69,9 @@ class Hunk:
     new_count: int
     header: str
     lines: list[HunkLine] = field(default_factory=list)
+    # the header's (old, new) counts when they did not match the body and were recounted from
+    # it, as `git apply --recount` does; None when they matched
+    stated_counts: tuple[int, int] | None = None
 
     @property
     def old_lines(self) -> list[HunkLine]:

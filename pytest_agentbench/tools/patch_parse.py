@@ -200,7 +200,19 @@ def _read_hunk(lines: list[str], start: int, section: _Section) -> int:
             hunk_header=header,
         )
     hunk = Hunk(old_start, old_count, new_start, new_count, header[: header.index("@@", 2) + 2])
-    old_left, new_left = old_count, new_count
+    try:
+        i = _read_counted(lines, start, hunk, name, index)
+    except PatchError as miscounted:  # models miscount headers: recount from the body
+        hunk = Hunk(old_start, old_count, new_start, new_count, hunk.header)
+        i = _recount(lines, start, hunk, name, index, miscounted)
+    section.hunks.append(hunk)
+    return i
+
+
+def _read_counted(lines: list[str], start: int, hunk: Hunk, name: str | None,
+                  index: int) -> int:
+    """The body the header's counts announce; PatchError when the body does not have them."""
+    old_left, new_left = hunk.old_count, hunk.new_count
     i = start + 1
     while old_left > 0 or new_left > 0:
         raw = lines[i] if i < len(lines) else None
@@ -212,9 +224,7 @@ def _read_hunk(lines: list[str], start: int, section: _Section) -> int:
         if tag is None or (tag != "+" and old_left == 0) or (tag != "-" and new_left == 0):
             raise _count_error(lines, start, hunk, name, index)
         assert raw is not None
-        body = raw[1:] if raw not in ("", "\r") else raw
-        crlf = body.endswith("\r")
-        hunk.lines.append(HunkLine(tag, body[:-1] if crlf else body, crlf))
+        _append(hunk, tag, raw)
         old_left -= tag != "+"
         new_left -= tag != "-"
         i += 1
@@ -226,8 +236,39 @@ def _read_hunk(lines: list[str], start: int, section: _Section) -> int:
         after += 1  # blank lines between sections are separators, not uncounted context
     if _body_tag(lines, after) is not None:
         raise _count_error(lines, start, hunk, name, index)
-    section.hunks.append(hunk)
     return i
+
+
+def _recount(lines: list[str], start: int, hunk: Hunk, name: str | None, index: int,
+             miscounted: PatchError) -> int:
+    """The hunk's body as `git apply --recount` reads it: every body line up to the next
+    hunk, file header or non-body line (blank lines before one of those are separators). The
+    counts come from the body; the header's are kept in `stated_counts`. A body without a
+    changed line, or one whose last line is a blank line that could be context or separator
+    before more body lines, cannot be read one way only: refused with the count error."""
+    i = start + 1
+    while i < len(lines):
+        if lines[i].startswith("\\"):
+            _mark_no_newline(hunk, name, index)
+            i += 1
+            continue
+        tag = _body_tag(lines, i)
+        if tag is None or _is_trailing_blank(lines, i):
+            break
+        _append(hunk, tag, lines[i])
+        i += 1
+    changed = [line for line in hunk.lines if line.tag != " "]
+    if not changed:
+        raise miscounted
+    hunk.stated_counts = (hunk.old_count, hunk.new_count)
+    hunk.old_count, hunk.new_count = len(hunk.old_lines), len(hunk.new_lines)
+    return i
+
+
+def _append(hunk: Hunk, tag: Tag, raw: str) -> None:
+    body = raw[1:] if raw not in ("", "\r") else raw
+    crlf = body.endswith("\r")
+    hunk.lines.append(HunkLine(tag, body[:-1] if crlf else body, crlf))
 
 
 def _section_name(section: _Section) -> str | None:

@@ -1,7 +1,10 @@
 """Apply unified diffs strictly, all-or-nothing, over a confined `Files` object.
 
 Context and removed lines must match the file exactly (line terminators aside) at the stated line,
-or within a small offset of it; there is no fuzzy matching. Every file and hunk is validated against
+or within a small offset of it; there is no fuzzy matching. A hunk header whose counts do not
+match its body is recounted from the body, as `git apply --recount` does (models miscount them
+all the time), and the outcome says so (`recounted`); a body that cannot be read one way only is
+still refused. Every file and hunk is validated against
 an in-memory overlay before the first write, and a write that still fails (a symlink planted in
 between, a full disk) rolls back the writes already made. When a hunk does not match, PatchError
 says which file and hunk, why, and shows the closest region of the real file with line numbers.
@@ -46,6 +49,9 @@ class PatchOutcome:
     lines_added: int = 0
     lines_removed: int = 0
     offsets: list[tuple[str, int, int]] = field(default_factory=list)  # (file, hunk #, offset)
+    # hunks whose header counts were wrong and recounted from the body:
+    # (file, hunk #, stated old, stated new, old, new)
+    recounted: list[tuple[str, int, int, int, int, int]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -63,6 +69,9 @@ class PatchOutcome:
             text += ": " + ", ".join(parts)
         for path, index, offset in self.offsets:
             text += f"\nnote: {path} hunk #{index} applied at offset {offset:+d} lines"
+        for path, index, old_said, new_said, old, new in self.recounted:
+            text += (f"\nnote: {path} hunk #{index}: its header said {old_said} old / "
+                     f"{new_said} new lines, the body has {old} / {new}: counts corrected")
         return text
 
 
@@ -228,6 +237,9 @@ class _Planner:
             carried = pos - stated
             if carried:
                 self.outcome.offsets.append((name, index, carried))
+            if hunk.stated_counts is not None:
+                self.outcome.recounted.append((name, index, *hunk.stated_counts,
+                                               hunk.old_count, hunk.new_count))
             out.extend(lines[cursor:pos])
             cursor = pos
             for hl in hunk.lines:

@@ -272,16 +272,40 @@ def test_all_or_nothing_across_files(ws: Path) -> None:
     assert not (ws / "c.txt").exists()
 
 
-def test_hunk_header_counts_are_verified(ws: Path) -> None:
+def test_miscounted_hunk_headers_are_recounted_from_the_body(ws: Path) -> None:
+    """Issue 25 item 8: as `git apply --recount`, a header whose counts do not match its body
+    is recounted, the patch applies, and the outcome says which hunk was corrected."""
     (ws / "a.txt").write_text(TEN)
     too_short = "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n line 1\n-line 2\n+two\n line 3\n"
-    with pytest.raises(PatchError, match="header says 2 old / 2 new.*3 old.*3 new"):
-        parse_patch(too_short)
-    too_long = "--- a/a.txt\n+++ b/a.txt\n@@ -1,4 +1,4 @@\n line 1\n-line 2\n+two\n"
-    with pytest.raises(PatchError, match="header counts"):
-        parse_patch(too_long)
+    (hunk,) = parse_patch(too_short)[0].hunks
+    assert (hunk.old_count, hunk.new_count, hunk.stated_counts) == (3, 3, (2, 2))
+    outcome = apply_patch(files(ws), too_short)
+    assert (ws / "a.txt").read_text() == TEN.replace("line 2\n", "two\n")
+    assert outcome.recounted == [("a.txt", 1, 2, 2, 3, 3)]
+    assert "hunk #1: its header said 2 old / 2 new lines, the body has 3 / 3" in outcome.summary()
+    # too long, and a second hunk after it: each recounted up to the next header
+    two = ("--- a/a.txt\n+++ b/a.txt\n@@ -1,9 +1,9 @@\n line 1\n-two\n+line 2\n"
+           "@@ -5,1 +5,7 @@\n line 5\n-line 6\n+six\n line 7\n")
+    outcome = apply_patch(files(ws), two)
+    assert [r[:2] for r in outcome.recounted] == [("a.txt", 1), ("a.txt", 2)]
+    assert (ws / "a.txt").read_text() == TEN.replace("line 6\n", "six\n")
+    # a correct header is not reported
+    exact = "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n line 1\n-line 2\n+two\n"
+    assert apply_patch(files(ws), exact).recounted == []
+
+
+def test_a_miscounted_hunk_that_cannot_be_read_one_way_is_refused(ws: Path) -> None:
+    (ws / "a.txt").write_text(TEN)
+    no_change = "--- a/a.txt\n+++ b/a.txt\n@@ -1,5 +1,5 @@\n line 1\n line 2\n"
+    with pytest.raises(PatchError, match="header says 5 old / 5 new.*2 old.*2 new"):
+        parse_patch(no_change)
     with pytest.raises(PatchError, match="malformed hunk header"):
         parse_patch("--- a/a.txt\n+++ b/a.txt\n@@\n-line 1\n+one\n")
+    # recounted, but its lines are not in the file: refused as any mismatch, nothing written
+    wrong = "--- a/a.txt\n+++ b/a.txt\n@@ -1,1 +1,1 @@\n line 1\n-line 9000\n+x\n"
+    with pytest.raises(PatchError):
+        apply_patch(files(ws), wrong)
+    assert (ws / "a.txt").read_text() == TEN
 
 
 def test_path_escapes_are_refused(ws: Path) -> None:
@@ -437,3 +461,20 @@ def test_a_failed_write_rolls_back_earlier_writes(ws: Path) -> None:
     assert (ws / "a.txt").read_text() == "a\n"
     assert (ws / "gone.txt").read_text() == "g\n"
     assert not (ws / "new.txt").exists()
+
+
+def test_the_record_counts_recounted_hunks(tmp_path: Path) -> None:
+    """Through the toolbox an agent holds (local sandbox, recording toolbox): the tool's result
+    says what it corrected and the attempt's agent stats count the hunk."""
+    from pytest_agentbench.sandbox.local import LocalSandboxFactory
+    from tests.support.diff_bench import Bench
+
+    bench = Bench("local", LocalSandboxFactory(), tmp_path, {"a.txt": TEN})
+    try:
+        result = bench.call("apply_patch", unified_diff=(
+            "--- a/a.txt\n+++ b/a.txt\n@@ -1,7 +1,7 @@\n line 1\n-line 2\n+two\n"))
+        assert result.ok, result.to_observation()
+        assert "counts corrected" in result.stdout
+        assert bench.toolbox.stats(None).hunks_recounted == 1
+    finally:
+        bench.close()
