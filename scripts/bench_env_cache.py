@@ -11,14 +11,20 @@
 3. Per-step overhead of the LLM agent, from scripts/bench_agent_step.py (`--steps`).
 
     uv run python scripts/bench_env_cache.py [--task SUITE/ID] [--rounds 3] [--steps 20]
+    uv run python scripts/bench_env_cache.py --smoke   # a one-line setup, 1 round, 2 steps
+
+--smoke (CI's benchmark tier, tests/e2e/test_bench_smoke.py) runs custom-dev/fix-mean-off-by-one
+from a copy of the taskpacks given a one-line setup that writes to /env: no network, seconds.
 
 Nothing here exits non-zero on a slow or noisy number: targets print as PASS/FAIL lines. An
-attempt that does not pass is listed and the ratios are still printed.
+attempt that does not pass, or a per-step run that failed, is listed after every figure is
+printed, and the script then exits 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import subprocess
 import sys
@@ -28,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import docker
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -42,6 +49,7 @@ from pytest_agentbench.sandbox.docker import DockerSandboxFactory  # noqa: E402
 from pytest_agentbench.sandbox.image import ensure_image  # noqa: E402
 from pytest_agentbench.tasks.discovery import discover  # noqa: E402
 
+SMOKE_TASK = "custom-dev/fix-mean-off-by-one"
 TARGETS = {"warm setup": 1.0, "cold/warm": 20.0, "warm/raw": 1.15, "step ms": 40.0}
 
 
@@ -116,10 +124,13 @@ def raw_attempt(task: Any, image: Any, client: Any, entry: Path, work: Path, uid
     return time.perf_counter() - start
 
 
-def step_overhead(steps: int) -> str:
+def step_overhead(steps: int, problems: list[str]) -> str:
     """The per-step summary of scripts/bench_agent_step.py (its own process: its own sandbox)."""
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_agent_step.py"),
                            "--steps", str(steps)], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[-1]
+        problems.append(f"scripts/bench_agent_step.py exited {proc.returncode}: {last}")
     return proc.stdout.strip() or proc.stderr.strip()[-2000:]
 
 
@@ -132,9 +143,33 @@ def main() -> int:
     parser.add_argument("--task", default="custom-setups/slow-setup-20s")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--smoke", action="store_true",
+                        help=f"a tiny size: {SMOKE_TASK} with a one-line setup, 1 round, 2 steps")
     args = parser.parse_args()
+    packs = ROOT / "taskpacks"
+    with tempfile.TemporaryDirectory(prefix="agentbench-bench-packs-") as tmp:
+        if args.smoke:
+            args.task, args.rounds, args.steps = SMOKE_TASK, 1, 2
+            packs = smoke_packs(Path(tmp))
+        return measure(args, packs)
+
+
+def smoke_packs(where: Path) -> Path:
+    """A copy of the smoke task whose setup is one line writing to /env (no network)."""
+    suite, _, task_id = SMOKE_TASK.partition("/")
+    packs = where / "taskpacks"
+    shutil.copytree(ROOT / "taskpacks" / "_shared", packs / "_shared")
+    shutil.copytree(ROOT / "taskpacks" / suite / task_id, packs / suite / task_id)
+    path = packs / suite / task_id / "task.yaml"
+    spec = yaml.safe_load(path.read_text("utf-8"))
+    spec["setup"] = {"commands": ["echo built > /env/marker"]}
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), "utf-8")
+    return packs
+
+
+def measure(args: argparse.Namespace, packs: Path) -> int:
     suite, _, task_id = args.task.partition("/")
-    tasks = {t.id: t for t in discover(ROOT / "taskpacks", [suite]).tasks}
+    tasks = {t.id: t for t in discover(packs, [suite]).tasks}
     if task_id not in tasks:
         print(f"bench_env_cache: no task {args.task} (have: {', '.join(sorted(tasks))})")
         return 2
@@ -176,10 +211,10 @@ def main() -> int:
     print(verdict("cold/warm", cold_setup / warm, cold_setup / warm >= TARGETS["cold/warm"]))
     print(verdict("warm/raw", h / r, h / r <= TARGETS["warm/raw"]))
     print("per-step overhead (scripts/bench_agent_step.py):")
-    print("  " + step_overhead(args.steps).replace("\n", "\n  "))
+    print("  " + step_overhead(args.steps, problems).replace("\n", "\n  "))
     for line in problems:
         print(f"not passed (timed all the same): {line}")
-    return 0
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":
