@@ -27,6 +27,7 @@ estimate.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import numpy as np
@@ -149,8 +150,34 @@ def plan(pilot_a: Run, pilot_b: Run | None = None, effect: float = 0.05, alpha: 
         "tasks": size.tasks, "attempts_per_task": size.attempts,
         "attempts_per_run": size.pairs,
     }
+    data["sequential"] = _sequential(data, alpha)
     data["sentence"] = _sentence(data)
     return data
+
+
+SEQUENTIAL_MAX_PAIRS = 20_000  # beyond it the simulation would take long: not simulated
+
+
+def _sequential(d: dict[str, Any], alpha: float) -> dict[str, Any]:
+    """The expected stopping size of `--agentbench-sequential` against a true drop of the
+    effect, beside the fixed size: simulated (sequential_sim.stopping_pairs, independent pairs,
+    threshold 0, each run capped at 4 x the fixed size) and spread over tasks with the same
+    design effect as the fixed size."""
+    from pytest_agentbench.reporting.sequential_sim import stopping_pairs
+
+    n, k, deff = d["independent_pairs"], d["attempts_per_task"], d["design_effect"]
+    if n > SEQUENTIAL_MAX_PAIRS:
+        return {"simulated": False, "reason": f"more than {SEQUENTIAL_MAX_PAIRS} independent "
+                "pairs: not simulated"}
+    sim = stopping_pairs(d["effect"], d["inputs"]["psi"], alpha, 4 * n, fixed=n)
+
+    def tasks(pairs: float | None) -> int | None:
+        return None if pairs is None else math.ceil(pairs * deff / k)
+
+    return {"simulated": True, "runs": sim["runs"], "seed": sim["seed"], "threshold": 0.0,
+            "sides": 1, "median_tasks": tasks(sim["median"]), "p90_tasks": tasks(sim["p90"]),
+            "stopped_by_fixed": sim["stopped_by_fixed"], "cap_tasks": tasks(4 * n),
+            "stopped_by_cap": sim["stopped"]}
 
 
 def _sentence(d: dict[str, Any]) -> str:
@@ -195,5 +222,16 @@ def render_plan(data: dict[str, Any], fmt: str) -> str:
     lines.append(f"- Result: {data['independent_pairs']} independent pairs x design effect "
                  f"{data['design_effect']:.3f} / {data['attempts_per_task']} attempt(s) per "
                  f"task = {data['tasks']} tasks.")
+    seq = data.get("sequential") or {}
+    if seq.get("simulated") and seq["median_tasks"] is not None:
+        lines.append(
+            f"- Sequential (--agentbench-sequential, stops at the first REGRESSION, one-sided "
+            f"alpha = {data['alpha']} at any stopping time), against a true drop of "
+            f"{data['effect'] * 100:.1f} points: median stop {seq['median_tasks']} tasks (90th "
+            f"percentile {seq['p90_tasks']}), REGRESSION within the fixed {data['tasks']} "
+            f"tasks in {seq['stopped_by_fixed'] * 100:.0f}% and within {seq['cap_tasks']} in "
+            f"{seq['stopped_by_cap'] * 100:.0f}% of {seq['runs']} simulated runs.")
+    elif seq:
+        lines.append(f"- Sequential: {seq.get('reason', 'no run of the simulation stopped')}.")
     return "\n".join(lines) + "\n"
 

@@ -20,7 +20,11 @@ threshold m, two capital processes start at 1:
     K+_t(m) = prod_{i<=t} (1 + lam+_i (m - x_i))    (bets that it is below m)
 with bets 0 <= lam_i <= CAP = 0.45 chosen from x_1..x_{i-1} only (predictable): the aGRAPA rule
 of Waudby-Smith and Ramdas (section 5.3), lam = (mu_hat - m) / (sigma_hat^2 + (mu_hat - m)^2),
-clipped, with their regularised running mean and variance, computed at the gate's threshold.
+clipped, computed at the gate's threshold, with their running mean and variance regularised by
+PRIOR_WEIGHT = 10 pseudo-tasks of no drop and variance 1 (theirs use 1): early bets stay small,
+so a few lucky first tasks cannot stop a run. Measured by simulation (test_sequential_sim.py,
+50,000 equal runs of 500 tasks, threshold 5 points): false REGRESSION 0.17% with weight 1, 0.02%
+with 10; the price, a median stop at 36 tasks instead of 29 for a 40-point drop.
 Every factor is >= 1 - 2 CAP > 0 for x, m in [-1, 1]. If mu <= m, K-(m) is a nonnegative
 supermartingale (E[1 + lam (x - mu')] <= 1 given the past), so by Ville's inequality
 P(K-_t(m) >= 1/alpha for some t) <= alpha: peeking after every task and stopping at any time
@@ -56,6 +60,7 @@ from pytest_agentbench.reporting.names import ReportError
 
 SCHEMA_VERSION = 1
 CAP = 0.45  # largest fraction of the capital bet on one task: every factor stays >= 0.1
+PRIOR_WEIGHT = 10  # the bets' running mean and variance start as 10 tasks of no drop
 EXIT_OK, EXIT_REGRESSION, EXIT_INCONCLUSIVE = 0, 1, 3  # the gate's (gate.py)
 METHOD = ("betting e-process, aGRAPA bets (Waudby-Smith and Ramdas 2024), Ville's inequality; "
           "tasks in a random order")
@@ -78,8 +83,9 @@ def bets(x: Floats, ref: float) -> tuple[Floats, Floats]:
     x = np.asarray(x, dtype=np.float64)
     n = x.shape[-1]
     steps = np.arange(1, n + 1, dtype=np.float64)
-    mean = np.cumsum(x, axis=-1) / (steps + 1)  # prior: mean 0 (weight 1) on [-1, 1]
-    var = (1.0 + np.cumsum((x - mean) ** 2, axis=-1)) / (steps + 1)  # prior: the largest, 1
+    w = PRIOR_WEIGHT  # pseudo-tasks of no drop and the largest variance, 1, on [-1, 1]
+    mean = np.cumsum(x, axis=-1) / (steps + w)
+    var = (w + np.cumsum((x - mean) ** 2, axis=-1)) / (steps + w)
     shape = (*x.shape[:-1], 1)
     mean_prev = np.concatenate([np.zeros(shape), mean[..., :-1]], axis=-1)
     var_prev = np.concatenate([np.ones(shape), var[..., :-1]], axis=-1)

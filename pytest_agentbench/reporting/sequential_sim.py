@@ -127,11 +127,11 @@ def _fixed_at_end(x: npt.NDArray[np.float64], alpha: float) -> float:
 
 
 def stopping_pairs(effect: float, psi: float, alpha: float, cap: int, runs: int = 2000,
-                   seed: int = 0) -> dict[str, Any]:
+                   seed: int = 0, fixed: int | None = None) -> dict[str, Any]:
     """Independent pairs the sequential test (threshold 0: any drop) looks at before it says
     REGRESSION against a true drop of `effect` with discordance `psi` (plan.py converts pairs to
     tasks with its design effect), each run stopped at `cap` pairs: the median and 90th
-    percentile among the runs that stopped, and how many stopped by `cap`."""
+    percentile among the runs that stopped, and how many stopped by `cap` (and by `fixed`)."""
     psi = min(1.0, max(psi, effect))
     p10, p01 = (psi + effect) / 2, (psi - effect) / 2
     rng = np.random.default_rng(seed)
@@ -143,5 +143,6 @@ def stopping_pairs(effect: float, psi: float, alpha: float, cap: int, runs: int 
     stop = np.concatenate(stops)
     done = stop <= cap
     return {"runs": runs, "seed": seed, "cap": cap, "stopped": float(done.mean()),
+            "stopped_by_fixed": None if fixed is None else float((stop <= fixed).mean()),
             "median": float(np.median(stop[done])) if done.any() else None,
             "p90": float(np.percentile(stop[done], 90)) if done.any() else None}
