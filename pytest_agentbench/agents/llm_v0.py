@@ -44,6 +44,8 @@ import time
 from typing import Any, NoReturn
 
 from pytest_agentbench.agents.llm_config import LLMAgentConfig
+from pytest_agentbench.agents.llm_finish import FinishCheck
+from pytest_agentbench.agents.llm_messages import CUT_OFF, NO_TOOL_CALL, code_blocks, code_nudge
 from pytest_agentbench.agents.llm_trace import ConversationLog, call_meta, retry_events
 from pytest_agentbench.agents.port import AgentContext, AgentError, AgentOutcome, attach_spend
 from pytest_agentbench.agents.repeats import REPEATED_TOOL_ERROR, RepeatedFailures
@@ -76,10 +78,8 @@ from pytest_agentbench.tools.schemas import TOOL_SCHEMAS, WRITE_TOOLS
 EDIT_TOOLS = frozenset({"apply_patch", "write_file", "remove_file"})
 KNOWN_TOOLS = frozenset(s["function"]["name"] for s in TOOL_SCHEMAS)
 CHARS_PER_TOKEN = 4
-MIN_VERIFY_SEC = 2.0  # below this much task time left, a finish stands unchecked
 _TEST_RUNNER = re.compile(r"\bpytest\b")
 _SPACES = re.compile(r"\s+")
-_FENCE = re.compile(r"```[ \t]*([\w+.#-]*)[^\n]*\n(.*?)```", re.DOTALL)
 
 
 class LLMAgent:
@@ -147,7 +147,7 @@ class _Run:
         self.repeats = RepeatedFailures()
         self.test_commands = [_norm(c) for c in (ctx.failing_command,
                                                  ctx.task.validation.passing_command)]
-        self.finish_refusals = 0
+        self.finish_check = FinishCheck(ctx, self.cfg, self._note, self._offers("write_file"))
         self.code_nudged = False
         self.clean_pass = False  # the model's last run/edit: a passing run of the failing command
 
@@ -236,7 +236,7 @@ class _Run:
         error = None if result.ok else result.error_type  # a failing test run is no error
         if call.name == "finish" and result.ok:
             summary = str(call.arguments.get("summary", ""))
-            refusal, stop = self._verify_finish()
+            refusal, stop = self.finish_check.check(self.clean_pass)
             if refusal is not None:
                 return refusal, True, stop, None
             return ("finished", True,
@@ -267,57 +267,6 @@ class _Run:
             return True
         command = _norm(str(call.arguments.get("command", "")))
         return any(c in command for c in self.test_commands) or bool(_TEST_RUNNER.search(command))
-
-    # -- finish verification ----------------------------------------------------------------
-    def _verify_finish(self) -> tuple[str | None, AgentOutcome | None]:
-        """(None, None) when the finish stands; else the observation refusing it, and the
-        outcome that ends the run when the refusals are used up."""
-        command = self.ctx.failing_command
-        if not self.cfg.verify_finish or not command.strip():
-            return None, None
-        if self.clean_pass:
-            self._note("finish_verified", "the model's own run of the failing command passed",
-                       {"by": "model_run"})
-            return None, None
-        remaining = self.ctx.remaining()
-        if remaining < MIN_VERIFY_SEC:
-            self._note("finish_unverified", f"{remaining:.1f}s left: no time to run the failing "
-                       "command; the finish stands", {"remaining_sec": round(remaining, 3)})
-            return None, None
-        started = time.monotonic()
-        result = self.ctx.toolbox.call("run", {"command": command,
-                                               "timeout_sec": max(1.0, remaining - 1.0)})
-        duration_ms = int((time.monotonic() - started) * 1000)
-        if result.exit_code == 0 and result.error_type is None:
-            self._note("finish_verified", "the failing command passes", {
-                "by": "verify_run", "duration_ms": duration_ms})
-            return None, None
-        self.finish_refusals += 1
-        final = self.finish_refusals > self.cfg.max_unverified_finish
-        sig = signature(result.exit_code if result.exit_code is not None else -1,
-                        result.stdout, result.stderr)
-        self._note("finish_refused", f"finish refused ({self.finish_refusals}): the failing "
-                   f"command still fails (exit {result.exit_code})", {
-                       "refusals": self.finish_refusals, "final": final,
-                       "exit_code": result.exit_code, "error_type": result.error_type,
-                       "signature": sig[:5], "duration_ms": duration_ms})
-        tail = truncate(result.to_observation(), head_lines=2, tail_lines=80,
-                        max_bytes=self.cfg.verify_output_chars).text.rstrip()
-        if final:
-            return (f"finish refused: the failing command still fails. The run ends.\n```\n{tail}"
-                    "\n```"), AgentOutcome(
-                "unverified_finish", Reason.AGENT_GAVE_UP, "UNVERIFIED_FINISH",
-                f"finish called {self.finish_refusals} times while `{command}` still failed "
-                f"(last exit code {result.exit_code})")
-        chances = self.cfg.max_unverified_finish - self.finish_refusals
-        warning = ("The next finish while it fails ends the run." if chances == 0 else
-                   f"{chances} more finish(es) while it fails will be refused; then one ends "
-                   "the run.")
-        edit = "apply_patch or write_file" if self._offers("write_file") else "apply_patch"
-        return (f"finish refused: the harness ran the failing command and it still fails, so "
-                f"the task is not done. {warning}\n    {command}\nThe end of its output:\n```\n"
-                f"{tail}\n```\nChange the code with {edit}, run the command until it passes, "
-                "then call finish."), None
 
     def _offers(self, tool: str) -> bool:
         return any(s["function"]["name"] == tool for s in self.tools)
@@ -435,43 +384,16 @@ class _Run:
 
     def _nudge(self, result: ChatResult) -> str:
         if result.finish_reason == "length":
-            return ("Your reply was cut off at the token limit before any tool call. Reply with "
-                    "one short tool call.")
+            return CUT_OFF
         if self.cfg.prose_code_nudge and not self.code_nudged:
-            blocks = _code_blocks(result.message.content or "")
+            blocks = code_blocks(result.message.content or "")
             if blocks:
                 self.code_nudged = True
-                return self._code_nudge(blocks)
-        return ("Your reply contained no tool call. Use a tool (a native tool call, or one JSON "
-                'object such as {"name": "run", "arguments": {"command": "..."}}), or call '
-                "finish when the tests pass.")
-
-
-    def _code_nudge(self, blocks: list[tuple[str, str]]) -> str:
-        """The one-time answer to code written in prose: it changed nothing, use a tool."""
-        langs = sorted({lang or "(none)" for lang, _ in blocks})
-        is_diff = any(lang in ("diff", "patch") or body.lstrip().startswith("--- ")
-                      for lang, body in blocks)
-        self._note("prose_code_nudge", f"{len(blocks)} code block(s) in prose, no tool call",
-                   {"code_blocks": len(blocks), "languages": langs, "diff": is_diff})
-        write = self._offers("write_file")
-        how = ("Send that diff as the `unified_diff` argument of apply_patch." if is_diff else
-               "To change a file, call apply_patch with a unified diff (as `git diff` prints it)"
-               + (", or write_file with the file's whole new content." if write else "."))
-        return ("Your reply has code in a code block but no tool call, so no file changed: "
-                f"code in a message is not applied. {how} For example "
-                '{"name": "apply_patch", "arguments": {"unified_diff": "--- a/PATH\n+++ b/PATH\n'
-                '@@ ... @@\n..."}}. Then run the failing command, and call finish when it '
-                "passes.")
-
-
-def _code_blocks(text: str) -> list[tuple[str, str]]:
-    """(language, body) of the fenced code blocks in `text` that hold code, not a JSON call."""
-    blocks = []
-    for lang, body in _FENCE.findall(text):
-        if body.strip() and lang.lower() != "json" and not body.lstrip().startswith("{"):
-            blocks.append((lang.lower(), body))
-    return blocks
+                text, data = code_nudge(blocks, self._offers("write_file"))
+                self._note("prose_code_nudge", f"{len(blocks)} code block(s) in prose, no tool "
+                           "call", data)
+                return text
+        return NO_TOOL_CALL
 
 
 def _norm(command: str) -> str:
