@@ -136,8 +136,9 @@ def stopping_pairs(effect: float, psi: float, alpha: float, cap: int, runs: int 
     p10, p01 = (psi + effect) / 2, (psi - effect) / 2
     rng = np.random.default_rng(seed)
     stops = []
-    for start in range(0, runs, 500):  # a cap of thousands: keep each block's arrays small
-        x = paired_drops(rng, min(500, runs - start), cap, p10, p01)
+    block = max(1, min(500, 2_000_000 // max(cap, 1)))  # each block's arrays stay ~16 MB
+    for start in range(0, runs, block):
+        x = paired_drops(rng, min(block, runs - start), cap, p10, p01)
         reg, ok = sequential_stops(x, 0.0, alpha)
         stops.append(np.where((reg <= cap) & (reg <= ok), reg, cap + 1))
     stop = np.concatenate(stops)
