@@ -11,6 +11,8 @@
       env: {MY_AGENT_MODE: headless}
       trajectory: /tmp/agent-trajectory.json   # collected into the attempt's agent/ folder
       port: 8089                # the sandbox's loopback port the model is reached on
+      # cassette: runs/<run-id>  # replay: the model calls are answered from the cassettes
+      #   this run recorded (agent/cassette.jsonl), with no model and no key
     model: {preset: openai, name: gpt-4o-mini}   # the evaluated model, as for llm_v0
     budgets: {max_steps: 30, max_cost_usd: 0.5}  # checked by the gateway before each call
 
@@ -46,7 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pytest_agentbench.agents.llm_config import LLMAgentConfig
 from pytest_agentbench.agents.port import AgentContext, AgentError, AgentOutcome, ProgramNeeds
 from pytest_agentbench.agents.statement import task_statement
-from pytest_agentbench.gateway import ModelGateway
+from pytest_agentbench.gateway import CASSETTE_NAME, CassetteError, ModelGateway
 from pytest_agentbench.schemas.taxonomy import Reason
 from pytest_agentbench.text.redaction import Redactor
 
@@ -67,6 +69,7 @@ class CommandParams(BaseModel):
     trajectory: str | None = None
     port: int = Field(default=8089, ge=1024, le=65535)
     failing_output_chars: int = Field(default=8000, ge=0)
+    cassette: str | None = None  # a run directory or a cassette file to replay
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> CommandParams:
@@ -96,6 +99,12 @@ class CommandAgent:
                 program_dir = base_dir / program_dir
             program_dir = program_dir.resolve()
         self.needs = ProgramNeeds(program_dir=program_dir, install=self.params.install)
+        self.cassette = None
+        if self.params.cassette is not None:
+            cassette = Path(self.params.cassette).expanduser()
+            if not cassette.is_absolute() and base_dir is not None:
+                cassette = base_dir / cassette
+            self.cassette = cassette.resolve()
 
     @staticmethod
     def check_params(params: Mapping[str, Any]) -> None:
@@ -113,10 +122,13 @@ class CommandAgent:
         socket_path = ctx.gateway_dir / SOCKET_NAME
         with resources.as_file(resources.files("pytest_agentbench.gateway") / RELAY_NAME) as src:
             shutil.copyfile(src, ctx.gateway_dir / RELAY_NAME)
-        gateway = ModelGateway.for_model(
-            self.config.model, self.config.budget, ctx.deadline, ctx.events,
-            redactor=self.redactor, artifacts_dir=ctx.artifacts_dir,
-            prompt_version=None)
+        try:
+            gateway = ModelGateway.for_model(
+                self.config.model, self.config.budget, ctx.deadline, ctx.events,
+                redactor=self.redactor, artifacts_dir=ctx.artifacts_dir,
+                prompt_version=None, replay=self._cassette(ctx))
+        except CassetteError as exc:
+            raise AgentError(Reason.LLM_ERROR, str(exc), sub_reason="CASSETTE_MISSING") from None
         with gateway.start(unix_socket=socket_path):
             result = ctx.programs.run(self._command(), env=self._env(ctx, gateway.token),
                                       timeout_sec=max(1.0, ctx.remaining()))
@@ -133,6 +145,24 @@ class CommandAgent:
             outcome.sub_reason = "TASK_BUDGET"
             outcome.summary = f"the agent program ran out of time ({result.duration_ms} ms)"
         return outcome
+
+    def _cassette(self, ctx: AgentContext) -> Path | None:
+        """The cassette this attempt replays: the file given, or in the run directory given the
+        one at this attempt's place (tasks/<id>[/<attempt>]/agent/), else the task's first."""
+        if self.cassette is None or self.cassette.is_file():
+            return self.cassette
+        task = ctx.task.id
+        places = [Path("tasks") / task / "agent" / CASSETTE_NAME]
+        parts = ctx.artifacts_dir.parts if ctx.artifacts_dir is not None else ()
+        for i in range(len(parts) - 1, 0, -1):
+            if parts[i - 1] == "tasks" and parts[i] == task:
+                places.insert(0, Path(*parts[i - 1:]) / CASSETTE_NAME)
+                break
+        for place in places:
+            if (self.cassette / place).is_file():
+                return self.cassette / place
+        raise CassetteError(f"cassette {self.cassette / places[0]}: no such file (the run "
+                            f"replayed has no cassette of task {task})")
 
     def _command(self) -> str:
         """The relay, listening on the sandbox's loopback, starts the program once it listens."""

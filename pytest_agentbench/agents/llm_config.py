@@ -116,17 +116,18 @@ class LLMAgentConfig:
 
     @classmethod
     def resolve(cls, variant: Mapping[str, Any], cli: Mapping[str, Any] | None = None,
-                ) -> LLMAgentConfig:
+                *, require_key: bool = True) -> LLMAgentConfig:
         """From `Variant.config()` and the CLI's model options, checked without calling the
         model: the settings, the prompt file and the API key (present when the preset needs
-        one; the key itself is read again for each client). Raises ModelConfigError with a
-        one-line message."""
+        one, unless `require_key` is False: a replay from a cassette calls no model; the key
+        itself is read again for each client). Raises ModelConfigError with a one-line
+        message."""
         params = LLMParams.parse(variant.get("params") or {})
         model = resolve_model_config(cli=cli, variant=variant.get("model"))
         model.chat_params()  # no model configured
         prompt, version = load_prompt(params.prompt)
         key, _ = model.api_key()
-        if key is None and model.preset.requires_key:
+        if key is None and model.preset.requires_key and require_key:
             raise ModelConfigError(f"preset {model.preset.name!r} needs an API key: set one of "
                                    + ", ".join(model.key_env_names()))
         return cls(params, Budget.from_dict(variant.get("budgets") or {}), model, prompt,

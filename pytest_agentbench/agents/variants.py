@@ -226,7 +226,10 @@ def agent_builder(
     factory = factories[variant.agent]
     if getattr(factory, "uses_llm_config", False):  # llm_v0 and the agents built on it
         try:
-            config = LLMAgentConfig.resolve(variant.config(), llm_cli)
+            replay = bool(getattr(factory, "takes_variant_params", False)
+                          and variant.params.get("cassette"))  # a command agent's replay
+            config = (LLMAgentConfig.resolve(variant.config(), llm_cli, require_key=False)
+                      if replay else LLMAgentConfig.resolve(variant.config(), llm_cli))
             check_params = getattr(factory, "check_params", None)
             if check_params is not None:  # the agent's own params, beside llm_v0's
                 check_params(variant.params)

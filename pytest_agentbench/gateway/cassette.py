@@ -19,12 +19,16 @@ asked for is not part of it, nor the evaluated model's settings (a replay has no
 
 A replay compares each call with the cassette's call of the same step; the first that differs,
 or a call beyond the cassette's last, raises `CassetteDiverged` with one line naming the call and
-the first differing field. Imports neither pytest nor docker."""
+the first differing field. Text that differs from run to run whatever the agent does is masked
+for the comparison only (`comparable`): runs of 12 or more hex digits (temporary file names,
+commit ids), durations such as `0.03s` or `12 ms`, ISO timestamps. Imports neither pytest nor
+docker."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import IO, Any
 
@@ -46,6 +50,12 @@ FORMAT = 1
 _ERRORS: dict[str, type[LLMError]] = {cls.__name__: cls for cls in (
     LLMError, LLMAuthError, LLMRequestError, LLMBadResponse, LLMRetryExhausted)}
 _SHOWN = 60  # characters of each side a divergence line shows
+_VOLATILE = [
+    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?"),
+     "<TIME>"),
+    (re.compile(r"(?<![0-9A-Za-z])[0-9a-fA-F]{12,}(?![0-9A-Za-z])"), "<HEX>"),
+    (re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s?(?:s|ms|sec|seconds)\b"), "<DURATION>"),
+]
 
 
 class CassetteError(ValueError):
@@ -62,7 +72,22 @@ def normalised(request: ModelRequest) -> dict[str, Any]:
             "extra": request.extra}
 
 
+def comparable(obj: Any) -> Any:
+    """`obj` with the volatile text of every string masked (see the module docstring)."""
+    if isinstance(obj, str):
+        for pattern, mask in _VOLATILE:
+            obj = pattern.sub(mask, obj)
+        return obj
+    if isinstance(obj, dict):
+        return {k: comparable(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [comparable(v) for v in obj]
+    return obj
+
+
 def request_sha256(normal: dict[str, Any]) -> str:
+    """Of the request's comparable form: the same for two requests a replay accepts."""
+    normal = comparable(normal)
     text = json.dumps(normal, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -160,7 +185,7 @@ class CassettePlayer:
         call = self.calls[step - 1]
         self.used = step
         if request_sha256(normal) != call["sha"]:
-            where = first_difference(call["request"], normal)
+            where = first_difference(comparable(call["request"]), comparable(normal))
             raise CassetteDiverged(f"cassette diverged at call {step}: {where}")
         if call["error"] is not None:
             error = call["error"]

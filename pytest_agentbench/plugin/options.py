@@ -160,9 +160,10 @@ def add_options(parser: pytest.Parser) -> None:
     add("--agentbench-model", metavar="NAME", help="LLM model name (llm agents)")
     add("--agentbench-preset", metavar="NAME", help="LLM provider preset (openrouter, openai, ...)")
     add("--agentbench-base-url", metavar="URL", help="OpenAI-compatible base URL")
-    add("--agentbench-model", metavar="NAME", help="LLM model name (llm agents)")
-    add("--agentbench-preset", metavar="NAME", help="LLM provider preset (openrouter, openai, ...)")
-    add("--agentbench-base-url", metavar="URL", help="OpenAI-compatible base URL")
+    add("--agentbench-cassette-replay", metavar="RUN_DIR",
+        help="answer a command agent's model calls from the cassettes a run recorded "
+        "(RUN_DIR/tasks/<id>/agent/cassette.jsonl, or one cassette file): no model, no key; a "
+        "request that differs ends the attempt LLM_ERROR CASSETTE_DIVERGED")
     add(
         "--agentbench-temperature",
         type=float,

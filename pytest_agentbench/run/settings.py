@@ -15,7 +15,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -177,7 +177,22 @@ def _variant(option: Lookup, ini: Lookup, paths: _Anchors) -> Variant:
     if value.startswith(PREDICTIONS_PREFIX):
         file = value[len(PREDICTIONS_PREFIX):]
         return predictions_variant(paths.given(file) if given else paths.pick(None, file, file))
-    return load_variant(value)
+    return _with_cassette(load_variant(value), option("cassette_replay"), paths)
+
+
+def _with_cassette(variant: Variant, replay: Any, paths: _Anchors) -> Variant:
+    """--agentbench-cassette-replay RUN_DIR: the command agent's `params.cassette` (issue 23
+    item 6); the variant's config hash changes with it, as a replay is not the model's run."""
+    if not replay:
+        return variant
+    where = f"--agentbench-cassette-replay={replay}"
+    if variant.agent != "command":
+        raise ValueError(f"{where}: cassettes replay command agents; variant {variant.name} "
+                         f"runs agent {variant.agent!r}")
+    path = paths.given(replay)
+    if not path.exists():
+        raise ValueError(f"{where}: no such run directory or cassette file ({path})")
+    return replace(variant, params={**variant.params, "cassette": str(path)})
 
 
 def _engines(given: Any, from_ini: Any) -> tuple[str, ...]:

@@ -168,3 +168,28 @@ def test_a_bad_cassette_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         pass
     assert str(caught.value).startswith(f"cassette {path} {says}"), caught.value
     assert "\n" not in str(caught.value)
+
+
+def test_text_that_differs_every_run_is_masked_for_the_comparison_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The failing output an agent is given names a temporary junit file with a random name and
+    pytest's time; a replay of the same attempt must not diverge on them (found by the e2e
+    test: it diverged at call 1 on `agentbench-results-<24 hex>.xml`)."""
+    def body(run: str, seconds: str) -> dict[str, Any]:
+        return {"messages": [{"role": "user", "content": (
+            f"--- /tmp/agentbench-results-{run}.xml ---\n1 failed in {seconds} "
+            "at 2026-11-27T15:07:49Z")}]}
+
+    with running_gateway(tmp_path / "rec", monkeypatch, [Reply("same")]) as rig:
+        rig.post("/v1/chat/completions", body("374318c04e59b9aa785c2693", "0.03s"))
+    cassette = rig.artifacts / "cassette.jsonl"
+    assert "374318c04e59b9aa785c2693" in cassette.read_text()  # kept as it was
+    with _replaying(tmp_path / "play", monkeypatch, cassette) as (gateway, post):
+        answer = post("/v1/chat/completions", body("18f05682012d6640c220dc21", "0.41s"))
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["choices"][0]["message"]["content"] == "same"
+    with _replaying(tmp_path / "again", monkeypatch, cassette) as (gateway, post):
+        other = post("/v1/chat/completions", {"messages": [{"role": "user", "content": (
+            "--- /tmp/agentbench-results-x.xml ---\n2 failed in 0.41s")}]})
+    assert other.status_code == 502
+    assert "messages[0].content: recorded …" in other.json()["error"]["message"]
