@@ -97,22 +97,27 @@ def test_validate_runs_pair_and_gate(walkthrough: dict[str, Any]) -> None:
     assert nop.returncode == 1, text_of(nop)  # the agent failed both tasks: pytest's failures
     oracle = pytest_run(repo, env, "--agentbench-run-name=B", "--agentbench-variant=oracle")
     assert oracle.returncode == 0, text_of(oracle)
+    versions = set()
     for name, passed in (("A", False), ("B", True)):
         records = [json.loads(line) for line in
                    (repo / "reports" / "runs" / name / "attempts.jsonl").read_text().splitlines()]
         assert len(records) == 2 and all(r["result"]["passed"] is passed for r in records)
-    paired = agentbench(repo, env, "report", "paired", "--run-a", "A", "--run-b", "B")
+        versions |= {r["harness_version"] for r in records}
+    # pairing refuses two harness versions: only a checkout of the harness that changed between
+    # the two runs (a shared development tree) differs, never a user's, nor CI's
+    pairing = ("--allow-mismatch", "harness_version") if len(versions) > 1 else ()
+    paired = agentbench(repo, env, "report", "paired", "--run-a", "A", "--run-b", "B", *pairing)
     assert paired.returncode == 0, text_of(paired)
     # two tasks cannot show "no drop above 5 points" (INCONCLUSIVE, exit 3): as documented,
     # --inconclusive-ok makes that 0, and the other way round is a regression
     gate = agentbench(repo, env, "gate", "--baseline", "A", "--candidate", "B",
-                      "--max-drop", "0.05")
+                      "--max-drop", "0.05", *pairing)
     assert gate.returncode == 3 and "INCONCLUSIVE" in gate.stdout, text_of(gate)
     gate = agentbench(repo, env, "gate", "--baseline", "A", "--candidate", "B",
-                      "--max-drop", "0.05", "--inconclusive-ok")
+                      "--max-drop", "0.05", "--inconclusive-ok", *pairing)
     assert gate.returncode == 0, text_of(gate)
     worse = agentbench(repo, env, "gate", "--baseline", "B", "--candidate", "A",
-                       "--max-drop", "0.05")
+                       "--max-drop", "0.05", *pairing)
     assert worse.returncode == 1 and "REGRESSION" in worse.stdout, text_of(worse)
 
 
