@@ -72,8 +72,10 @@ def _blocks(content: Any, where: str) -> list[dict[str, Any]]:
 
 def _message(message: Any, index: int, ignored: list[str]) -> list[dict[str, Any]]:
     where = f"messages[{index}]"
+    if isinstance(message, dict) and message.get("role") == "system":  # Claude Code 2.1 sends
+        return _system(message.get("content"))  # its environment so, after the first message
     if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
-        raise BadRequest(f"{where}: expected an object with role user or assistant")
+        raise BadRequest(f"{where}: expected an object with role user, assistant or system")
     blocks = _blocks(message.get("content"), where)
     if message["role"] == "assistant":
         return [_assistant(blocks, where, ignored)]
