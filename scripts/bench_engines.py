@@ -5,11 +5,14 @@ wall time of whole attempts (a task with a pip setup and one without) run throug
 each engine. Prints each figure and the remote/local ratio.
 
     uv run python scripts/bench_engines.py [--execs 50] [--remote CONTEXT_OR_URL]
+    uv run python scripts/bench_engines.py --smoke [--remote ...]   # each figure once or twice,
+                                             # one attempt of the task without a setup per engine
 
 Without --remote it starts the tests' second engine (tests/support/engines.py: its own dockerd
 in its own network and mount namespaces, reached over TLS as a Docker context) and removes it
 after. The local engine uses bind mounts, the remote one archive transfer. A failed step is
-printed and the rest still run: the benchmark measures, it does not judge.
+printed and the rest still run: the benchmark measures, it does not judge; the script exits 1
+after printing everything when a step failed.
 """
 
 from __future__ import annotations
@@ -62,40 +65,51 @@ def workspace(root: Path, files: int = 200, size: int = 20_000) -> Path:
     return ws
 
 
-def measure_sandbox(factory: DockerSandboxFactory, execs: int) -> dict[str, list[float]]:
+def measure_sandbox(factory: DockerSandboxFactory, execs: int, smoke: bool = False
+                    ) -> dict[str, list[float]]:
     figures: dict[str, list[float]] = {}
+
+    def times(n: int) -> int:
+        return min(n, 2) if smoke else n
+
     with tempfile.TemporaryDirectory(prefix="agentbench-bench-") as tmp:
         ws = workspace(Path(tmp))
         spec = SandboxSpec(image=DEFAULT_IMAGE, workspace=ws, env_dir=Path(tmp) / "env",
                            lifetime_sec=600, labels=LABELS, sync_back=False)
-        figures["open+close (4 MB workspace)"] = timed(lambda: factory.open(spec).close(), 3)
+        figures["open+close (4 MB workspace)"] = timed(lambda: factory.open(spec).close(),
+                                                       times(3))
         sandbox = factory.open(spec)
         try:
             sandbox.exec("true", timeout_sec=30)
             figures["exec true"] = timed(lambda: sandbox.exec("true", timeout_sec=30), execs)
             files = sandbox.files
-            figures["read_bytes (20 KB)"] = timed(lambda: files.read_bytes("pkg1/mod1.py"), 30)
+            figures["read_bytes (20 KB)"] = timed(lambda: files.read_bytes("pkg1/mod1.py"),
+                                                  times(30))
             figures["write_bytes (20 KB)"] = timed(
-                lambda: files.write_bytes("pkg1/new.py", b"x" * 20_000), 30)
-            figures["list (201 files)"] = timed(lambda: files.list(".", None, 1000), 10)
+                lambda: files.write_bytes("pkg1/new.py", b"x" * 20_000), times(30))
+            figures["list (201 files)"] = timed(lambda: files.list(".", None, 1000), times(10))
             names = [f"pkg{i % 10}/mod{i}.py" for i in range(200)]
             many = getattr(files, "read_many", None)
             if many is not None:
-                figures["search reads (200 files)"] = timed(lambda: list(many(names, 2 << 20)), 5)
+                figures["search reads (200 files)"] = timed(lambda: list(many(names, 2 << 20)),
+                                                            times(5))
             else:
                 figures["search reads (200 files)"] = timed(
-                    lambda: [files.read_bytes(n, 2 << 20) for n in names], 5)
+                    lambda: [files.read_bytes(n, 2 << 20) for n in names], times(5))
         finally:
             sandbox.close()
     return figures
 
 
-def measure_attempts(engine_arg: str, env: dict[str, str], out: Path) -> dict[str, list[float]]:
-    """Both tasks with oracle, through pytest, on one engine; seconds per attempt and phase."""
+def measure_attempts(engine_arg: str, env: dict[str, str], out: Path, smoke: bool = False
+                     ) -> dict[str, list[float]]:
+    """Both tasks with oracle, through pytest, on one engine; seconds per attempt and phase
+    (smoke: one attempt of the task without a setup)."""
+    tasks = TASKS[1:] if smoke else TASKS
     args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
-            "--agentbench-suite", "custom-dev", "-k", " or ".join(TASKS),
+            "--agentbench-suite", "custom-dev", "-k", " or ".join(tasks),
             f"--agentbench-engine={engine_arg}", f"--agentbench-out={out}",
-            "--agentbench-env-cache=none", "--agentbench-attempts", "2"]
+            "--agentbench-env-cache=none", "--agentbench-attempts", "1" if smoke else "2"]
     clean = {k: v for k, v in os.environ.items() if not k.startswith("DOCKER_")}
     proc = subprocess.run(args, cwd=ROOT, env={**clean, **env}, capture_output=True,
                           text=True, timeout=1800)
@@ -134,11 +148,17 @@ def main() -> int:
     parser.add_argument("--execs", type=int, default=50)
     parser.add_argument("--remote", help="a Docker context name or URL (default: start one)")
     parser.add_argument("--skip-attempts", action="store_true")
+    parser.add_argument("--smoke", action="store_true",
+                        help="a tiny size: 5 execs, each file figure twice, one attempt each")
     args = parser.parse_args()
+    if args.smoke:
+        args.execs = 5
     ensure_image(quiet=True)
     second = None
     env: dict[str, str] = {}
     remote_arg = args.remote
+    if remote_arg is not None and "DOCKER_CONFIG" in os.environ:  # where its context is stored
+        env = {"DOCKER_CONFIG": os.environ["DOCKER_CONFIG"]}
     if remote_arg is None:
         from tests.support.engines import open_engine
 
@@ -160,13 +180,14 @@ def main() -> int:
         remote_s: dict[str, list[float]] = {}
         for figures, factory in ((local_s, local_f), (remote_s, remote_f)):
             try:
-                figures.update(measure_sandbox(factory, args.execs))
+                figures.update(measure_sandbox(factory, args.execs, args.smoke))
             except Exception:  # noqa: BLE001 - a benchmark reports, never aborts
                 failures += 1
                 traceback.print_exc()
         show(local_s, remote_s, unit_ms=True)
         if not args.skip_attempts:
-            print("\nwhole attempts through pytest (oracle, 2 attempts per task, no env cache):")
+            print(f"\nwhole attempts through pytest (oracle, {1 if args.smoke else 2} attempt(s) "
+                  "per task, no env cache):")
             local_a: dict[str, list[float]] = {}
             remote_a: dict[str, list[float]] = {}
             with tempfile.TemporaryDirectory(prefix="agentbench-bench-runs-") as tmp:
@@ -177,7 +198,12 @@ def main() -> int:
                         (local_a, "default", "local", {}),
                         (remote_a, remote_arg, "remote", remote_env)):
                     try:
-                        figures.update(measure_attempts(engine, extra, Path(tmp) / name))
+                        figures.update(measure_attempts(engine, extra, Path(tmp) / name,
+                                                        args.smoke))
+                        for label in figures:
+                            if not label.endswith("(passed)"):  # the oracle always passes
+                                failures += 1
+                                print(f"{name}: {label}: an oracle attempt did not pass")
                     except Exception:  # noqa: BLE001
                         failures += 1
                         traceback.print_exc()
@@ -186,7 +212,7 @@ def main() -> int:
         if second is not None:
             second.close()
     print(f"\n{failures} step(s) failed" if failures else "\nall steps measured")
-    return 0
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":
