@@ -165,7 +165,8 @@ class RepoSpec(Strict):
         max_length=MAX_PATH,
         description="an https://, http://, ssh://, git:// or file:// URL, scp-like user@host:path, "
         "or a path relative to task.yaml of a git bundle or repository inside the taskpacks "
-        "directory (e.g. ../../_shared/minilib.bundle); never an option or a remote helper",
+        "directory (e.g. ../../_shared/minilib.bundle) or of the git repository that holds the "
+        "taskpacks directory (e.g. ../../..); never an option or a remote helper",
     )
     commit: str = Field(pattern=r"^[0-9a-f]{7,40}$", description="pinned commit sha (hex)")
 
