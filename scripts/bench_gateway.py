@@ -10,9 +10,10 @@ the same loopback OpenAI-compatible server (tests/fakes/openai_server.py, script
 
 Each client keeps its connection alive, as agents' SDKs do; every figure is the median of N
 calls after 10 warm-up calls, the modes taking turns call by call. Prints the medians, the
-added milliseconds and the ratio.
+added milliseconds and the ratio to direct.
 
     uv run python scripts/bench_gateway.py [--calls 200]
+    uv run python scripts/bench_gateway.py --smoke   # 20 calls per mode
 """
 
 from __future__ import annotations
@@ -74,7 +75,9 @@ def gateway(base_url: str | None, tmp: Path, name: str, replay: Path | None = No
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=200)
-    n = parser.parse_args().calls
+    parser.add_argument("--smoke", action="store_true", help="20 calls per mode")
+    args = parser.parse_args()
+    n = 20 if args.smoke else args.calls
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         server = stack.enter_context(FakeOpenAIServer([], default=Reply(content="ok")))
@@ -116,7 +119,7 @@ def main() -> int:
     for name, times in results.items():
         median = statistics.median(times)
         extra = "" if name == "direct" else (
-            f"  added {median - direct:+6.2f} ms  ratio {median / direct:5.2f}")
+            f"  +{median - direct:6.2f} ms  ratio {median / direct:5.2f}")
         print(f"  {name:<10} {median:7.2f}  p90 {statistics.quantiles(times, n=10)[-1]:7.2f}"
               f"{extra}")
     return 0
