@@ -2,10 +2,11 @@
 the anytime-valid test decides, says why in run.json and the summary, exits with the gate's
 status, and `agentbench gate --sequential` replays the same answer from the two runs.
 
-The pack (tests/support/tiny_pack.py, local sandbox) has 40 tasks; the scripted agents pass a
+The pack (tests/support/tiny_pack.py, local sandbox) has 60 tasks; the scripted agents pass a
 task by writing the fix (`write_file value.txt`) or fail it by doing nothing, one script per task
-(`script: DIR/{task_id}.yaml`). The baseline passes 32 tasks (80%), the candidate 16 (40%): 18
-tasks pass on the baseline only, 2 on the candidate only.
+(`script: DIR/{task_id}.yaml`). The baseline passes 54 tasks (90%), the candidate 30 of them
+(50%): 40 points lower. By simulation such a run stops within 60 tasks 99% of the time, at 36
+tasks in the median.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ import yaml
 
 from tests.support.tiny_pack import Pack, output, run_dirs, run_suite
 
-TASKS = [f"t{i:02d}" for i in range(40)]
-BASELINE_PASSES = set(TASKS[:32])
-CANDIDATE_PASSES = set(TASKS[:14]) | set(TASKS[32:34])
+TASKS = [f"t{i:02d}" for i in range(60)]
+BASELINE_PASSES = set(TASKS[:54])
+CANDIDATE_PASSES = set(TASKS[:30])
 PASS = [{"tool": "write_file", "arguments": {"path": "value.txt", "content": "good\n"}}]
 FAIL = [{"tool": "finish", "arguments": {"summary": "gave up"}}]
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,7 +65,7 @@ def test_a_worse_candidate_stops_early_with_regression(pytester: pytest.Pytester
     base = pytester.path
     result = run_suite(pytester, f"--agentbench-variant={variant(base, 'base', BASELINE_PASSES)}",
                        "--agentbench-run-name=baseline")
-    assert result.ret == 1, output(result)  # 8 of 40 failed: pytest's rule
+    assert result.ret == 1, output(result)  # 6 of 60 failed: pytest's rule
     result = run_suite(pytester, f"--agentbench-variant={variant(base, 'cand', CANDIDATE_PASSES)}",
                        "--agentbench-run-name=candidate", "--agentbench-sequential=baseline",
                        "--agentbench-sequential-seed=7", *SAME_HARNESS)
@@ -75,9 +76,9 @@ def test_a_worse_candidate_stops_early_with_regression(pytester: pytest.Pytester
     assert seq["outcome"] == "regression" and seq["seed"] == 7, seq
     assert seq["stopped_run"] is True
     used = seq["tasks_used"]
-    assert 5 <= used < 40, seq  # stopped early
+    assert 5 <= used < 60, seq  # stopped early
     records = (candidate / "attempts.jsonl").read_text().splitlines()
-    assert len(records) < 40  # the rest never ran
+    assert len(records) == used < 60  # one process: the rest never ran
     assert seq["e_regression"] >= 20 and seq["drop_lower"] > 0.05
     # the tasks ran in the recorded order: the first `used` of it are what the test saw
     from pytest_agentbench.reporting.sequential import task_order
@@ -105,8 +106,8 @@ def test_a_candidate_equal_to_its_baseline_goes_to_its_end(pytester: pytest.Pyte
                        "--agentbench-run-name=candidate", "--agentbench-sequential=baseline",
                        *SAME_HARNESS)
     seq = json.loads((the_run(pytester, "candidate") / "run.json").read_text())["sequential"]
-    # no pair disagrees: no evidence of a drop ever; 40 tasks are too few to show the drop is
+    # no pair disagrees: no evidence of a drop ever; 60 tasks are too few to show the drop is
     # within 5 points either, so the run goes to its end, INCONCLUSIVE (exit 3)
-    assert seq["outcome"] == "inconclusive" and seq["tasks_used"] == 40, seq
+    assert seq["outcome"] == "inconclusive" and seq["tasks_used"] == 60, seq
     assert seq["e_regression"] == 1.0 and isinstance(seq["seed"], int)
     assert result.ret == 3, output(result)
