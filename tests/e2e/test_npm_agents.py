@@ -30,6 +30,8 @@ COMMANDS = ["sed -i 's|/ (len(values) - 1)|/ len(values)|' minilib/mathx.py",
 # variant: (the protocol it speaks to the gateway, its shell tool, its trajectory file)
 AGENTS = {
     "claude-code": ("anthropic_messages", "Bash", "trajectory.jsonl"),
+    "codex": ("openai_responses", "exec_command", "trajectory.jsonl"),
+    "opencode": ("openai_chat", "bash", "trajectory.jsonl"),
 }
 
 
