@@ -64,7 +64,7 @@ def test_a_worse_candidate_stops_early_with_regression(pytester: pytest.Pytester
                                                          pack: Pack) -> None:
     base = pytester.path
     result = run_suite(pytester, f"--agentbench-variant={variant(base, 'base', BASELINE_PASSES)}",
-                       "--agentbench-run-name=baseline")
+                       "--agentbench-run-name=baseline", "-n", "2")  # two workers: half the time
     assert result.ret == 1, output(result)  # 6 of 60 failed: pytest's rule
     result = run_suite(pytester, f"--agentbench-variant={variant(base, 'cand', CANDIDATE_PASSES)}",
                        "--agentbench-run-name=candidate", "--agentbench-sequential=baseline",
@@ -100,14 +100,15 @@ def test_a_worse_candidate_stops_early_with_regression(pytester: pytest.Pytester
 def test_a_candidate_equal_to_its_baseline_goes_to_its_end(pytester: pytest.Pytester,
                                                           pack: Pack) -> None:
     base = pytester.path
+    first_20 = ("-k", "t0 or t1")  # t00..t19: enough to show it never stops, a third the time
     run_suite(pytester, f"--agentbench-variant={variant(base, 'base', BASELINE_PASSES)}",
-              "--agentbench-run-name=baseline")
+              "--agentbench-run-name=baseline", "-n", "2", *first_20)
     result = run_suite(pytester, f"--agentbench-variant={variant(base, 'same', BASELINE_PASSES)}",
                        "--agentbench-run-name=candidate", "--agentbench-sequential=baseline",
-                       *SAME_HARNESS)
+                       *SAME_HARNESS, *first_20)
     seq = json.loads((the_run(pytester, "candidate") / "run.json").read_text())["sequential"]
-    # no pair disagrees: no evidence of a drop ever; 60 tasks are too few to show the drop is
+    # no pair disagrees: no evidence of a drop ever; 20 tasks are too few to show the drop is
     # within 5 points either, so the run goes to its end, INCONCLUSIVE (exit 3)
-    assert seq["outcome"] == "inconclusive" and seq["tasks_used"] == 60, seq
+    assert seq["outcome"] == "inconclusive" and seq["tasks_used"] == 20, seq
     assert seq["e_regression"] == 1.0 and isinstance(seq["seed"], int)
     assert result.ret == 3, output(result)
