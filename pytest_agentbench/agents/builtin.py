@@ -42,7 +42,7 @@ class OracleAgent:
 
     def run(self, ctx: AgentContext) -> AgentOutcome:
         # A reference solution that is missing, unreadable or does not apply is the task's
-        # problem, never an agent's failure (issue 22 item 3): TASK_INVALID, out of the pass rate.
+        # problem, never an agent's failure: TASK_INVALID, out of the pass rate.
         name = ctx.task.oracle.patch
         try:
             data = open_task_file(ctx.task_dir, name, MAX_TASK_ASSET_BYTES)

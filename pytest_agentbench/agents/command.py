@@ -1,5 +1,5 @@
-"""command: any agent program, run inside the sandbox behind the attempt's model gateway
-(issue 23 items 2 and 3). A variant names the program instead of a Python agent:
+"""command: any agent program, run inside the sandbox behind the attempt's model gateway.
+A variant names the program instead of a Python agent:
 
     name: my-agent
     agent: command

@@ -1,4 +1,4 @@
-"""predictions: the simplest agent (issue 23 item 5). It scores patches computed elsewhere, one
+"""predictions: the simplest agent. It scores patches computed elsewhere, one
 per task, from a file in SWE-bench's format:
 
     {"instance_id": "fix-mean-off-by-one", "model_patch": "diff --git ...",

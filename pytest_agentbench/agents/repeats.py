@@ -1,5 +1,5 @@
 """The same tool call failing the same way, again and again: a model that does not read its
-errors (issue 25 item 7). Every model-calling agent keeps one `RepeatedFailures` and stops
+errors. Every model-calling agent keeps one `RepeatedFailures` and stops
 (AGENT_NO_PROGRESS / REPEATED_TOOL_ERROR) when a call's count reaches its limit
 (`max_repeated_errors`, default 3): the identical call (tool name and arguments) with the
 identical error type, in a row; any other call, or a success, starts the count again."""

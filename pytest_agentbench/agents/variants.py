@@ -76,7 +76,7 @@ class Variant:
 
 def load_variant(value: str) -> Variant:
     """A built-in agent name, a bundled variant (variant_files/<name>.yaml), a YAML path, or
-    `predictions:FILE` (a predictions file's patches, issue 23 item 5).
+    `predictions:FILE` (a predictions file's patches).
 
     Every problem with a variant file is one VariantError line that starts with the file.
     """

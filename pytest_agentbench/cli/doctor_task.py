@@ -1,4 +1,4 @@
-"""The doctor's end-to-end check: a tiny task through the real pipeline (spec improvement 20).
+"""The doctor's end-to-end check: a tiny task through the real pipeline.
 
 It makes a throwaway repository with one bug and one test, then runs the oracle through the same
 attempt factory and Trial that pytest uses (mirror, sandbox, setup, baseline twice, tools,

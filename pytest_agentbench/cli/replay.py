@@ -45,7 +45,7 @@ def run_replay(args: argparse.Namespace) -> int:
     from pytest_agentbench.reporting.names import ReportError
     from pytest_agentbench.reporting.runs import resolve_run
 
-    try:  # as the report commands name a run (issue 22 item 6)
+    try:  # as the report commands name a run
         args.run = resolve_run(args.run, args.out)
     except ReportError as exc:
         print(f"agentbench replay: --run {exc}", file=sys.stderr)

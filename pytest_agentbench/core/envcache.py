@@ -8,8 +8,8 @@ capture commands, which run in the same writable sandbox, the repository, the im
 workdir, the network policy, the limits and timeouts setup runs under, the redaction its logs
 got), the resolved commit and image, the sandbox engine, the task's own pip cache and the
 layout version; never the run id. Every other task field is named in SETUP_IRRELEVANT with
-why, and a test fails when a field is in neither, so none is left out silently (issue 20
-item 2: a task that copied another's setup and added a capture command published the other's
+why, and a test fails when a field is in neither, so none is left out silently (a
+task that copied another's setup and added a capture command published the other's
 key with a planted file; one with a 2 GiB disk limit built what a 32 MiB one was served).
 Entries never change once published, and hold no setuid or setgid bit (any local user could
 otherwise run a file as the sandbox's uid): an attempt gets a copy-on-write view (mounted
@@ -43,7 +43,7 @@ from typing import Any
 from pytest_agentbench.paths.trees import copy_tree, strip_setid, tree_size
 from pytest_agentbench.schemas.task import TaskSpec
 
-LAYOUT_VERSION = 3  # 3: the key covers capture commands, limits and the rest (issue 20 item 2)
+LAYOUT_VERSION = 3  # 3: the key covers capture commands, limits and the rest
 META = "meta.json"
 USED = "last_used"
 CLAIM_POLL_SEC = 0.25

@@ -1,4 +1,4 @@
-"""Keep an attempt's final workspace for people to look at, inert (issue 8 item 5).
+"""Keep an attempt's final workspace for people to look at, inert.
 
 The workspace is the agent's: anything in it may be an attack on whoever opens the kept copy. A
 `.git` (directory, `gitdir:` file or symlink, at any depth) or a planted bare repository would make

@@ -1,5 +1,5 @@
 """A command agent's program, installed once per (image, install commands) and then mounted
-read-only into every agent sandbox that runs it (issue 23 item 3).
+read-only into every agent sandbox that runs it.
 
 The install runs in a sandbox of its own with the network (the setup's: the CA bundle of a
 TLS-intercepting proxy, the pip cache), never during the agent phase and never on the agent's

@@ -8,7 +8,7 @@ protection, because an agent may legitimately add files (a reproduction script n
   (pytest picks the one nearest the test paths), start-up hooks, and a module that would shadow
   pytest itself on `python -m pytest`, and distribution metadata (`*.dist-info`, `*.egg-info`):
   pytest loads the `pytest11` entry points of any it finds on sys.path, the workspace included
-  (a forcing plugin passed every task that way, issue 24 item 1).
+  (a forcing plugin passed every task that way).
 - Files that existed before the agent: the tests the commands run. When a command runs pytest,
   every file matching pytest's default `python_files` (`unittest`'s `test*.py` for unittest);
   the files a command names; every file under a named directory called `test`, `tests` or

@@ -1,4 +1,4 @@
-"""Run directory layout (spec §4) and the few careful writers it needs."""
+"""Run directory layout and the few careful writers it needs."""
 
 from __future__ import annotations
 

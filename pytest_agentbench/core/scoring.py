@@ -134,7 +134,7 @@ def _contradiction(evidence: Evidence) -> tuple[str, str] | None:
 def _reported(results: TestEvidence, name: str) -> str | None:
     """A test's junit outcome; when it was not reported, that of the module or class holding
     it: a module skipped at collection (by the code under test it imports) hides its tests, and
-    they must not count as "not run" (issue 24 item 1)."""
+    they must not count as "not run"."""
     if name in results.outcomes:
         return results.outcomes[name]
     holders = [n for n in results.outcomes if name.startswith(n + ".")]

@@ -1,4 +1,4 @@
-"""The attempt record (spec §4): built from what the phases of an attempt found, or, for an
+"""The attempt record: built from what the phases of an attempt found, or, for an
 attempt whose worker died, from what the controller still knows (pytest-free: the plugin calls
 `crash_record`)."""
 

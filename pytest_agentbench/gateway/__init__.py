@@ -1,4 +1,4 @@
-"""The model gateway (issue 23): a host-side, per-attempt model endpoint for agents that are
+"""The model gateway: a host-side, per-attempt model endpoint for agents that are
 programs. It holds the key, speaks OpenAI Chat Completions, OpenAI Responses and Anthropic
 Messages, checks the attempt's budgets before forwarding through the model client, and records
 every call as llm_v0 does. Imports neither pytest nor docker; importing it has no side effects."""

@@ -1,4 +1,4 @@
-"""Recorded model traffic (issue 23 item 6): a cassette is one attempt's model calls, as the
+"""Recorded model traffic: a cassette is one attempt's model calls, as the
 gateway forwarded them and as the model answered, so that the attempt can be replayed with no
 model: the same requests in the same order get the same answers.
 

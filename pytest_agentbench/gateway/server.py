@@ -1,4 +1,4 @@
-"""`ModelGateway`: the host-side model endpoint of one attempt (issue 23 item 1).
+"""`ModelGateway`: the host-side model endpoint of one attempt.
 
 A loopback HTTP server (the stdlib's ThreadingHTTPServer) with a bearer token of its own, made
 per attempt. It answers model calls only, of its attempt only:

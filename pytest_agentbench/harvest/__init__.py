@@ -1,1 +1,1 @@
-"""Harvest: tasks from a repository's own history (issue 21)."""
+"""Harvest: tasks from a repository's own history."""

@@ -23,7 +23,7 @@ class Gate:
     sandboxes: SandboxFactory
     mirrors: MirrorCache
     runs: int = 3
-    exploits: bool = False  # the exploit agent's tries too (issue 24), once, after the first run
+    exploits: bool = False  # the exploit agent's tries too, once, after the first run
 
     def check(self, task_dir: Path) -> tuple[str | None, str]:
         """(None, detail) when the task passes; else (reason, detail)."""

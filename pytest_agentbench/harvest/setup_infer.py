@@ -1,4 +1,4 @@
-"""Setup inference for harvested tasks (issue 21 item 3): from a commit's files, the commands that
+"""Setup inference for harvested tasks: from a commit's files, the commands that
 prepare the runner's sandbox for its tests, the environment its test commands need, and a key
 that lets every commit with the same dependencies share one environment.
 

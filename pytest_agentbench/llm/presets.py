@@ -1,4 +1,4 @@
-"""Provider presets and model-config resolution (spec §7).
+"""Provider presets and model-config resolution.
 
 Precedence, per value: CLI > variant YAML > preset > code defaults. `resolve_model_config`
 returns the values plus `sources`, saying where each one came from, for the attempt record.

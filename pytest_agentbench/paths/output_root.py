@@ -1,8 +1,9 @@
 """An output root (`reports/runs` by default) holds generated runs only, and says so to the tools
 that walk a project: a `.gitignore` of `*` (git), and a marker file that the always-loaded pytest
 entry point reads, so a plain `pytest` never collects the copies of the project's own tests that
-`--agentbench-keep-workspace` keeps under `<run>/tasks/<id>/repo/` (issue 22 item 5: "import file
-mismatch"). pytest's norecursedirs cannot do it: a project's ini that sets it drops the defaults.
+`--agentbench-keep-workspace` keeps under `<run>/tasks/<id>/repo/` (they failed with "import
+file mismatch"). pytest's norecursedirs cannot do it: a project's ini that sets it drops the
+defaults.
 
 A directory is marked only while it holds nothing but runs (run directories, the `latest` link,
 the runs index, these files): an output root pointed at a directory of the user's own is left

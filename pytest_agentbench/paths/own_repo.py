@@ -1,4 +1,4 @@
-"""The project's own git repository as a task's `repo.url` (issue 22 item 9).
+"""The project's own git repository as a task's `repo.url`.
 
 A relative `repo.url` must stay inside the taskpacks directory, so that a task file cannot hand
 an arbitrary host repository to the agent. One place outside it is allowed too: the git

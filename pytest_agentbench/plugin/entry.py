@@ -35,7 +35,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
 
 def pytest_ignore_collect(collection_path: Path) -> bool | None:
     """An agentbench output root is never collected (paths/output_root.py): kept workspaces
-    hold copies of the project's own tests (issue 22 item 5)."""
+    hold copies of the project's own tests."""
     return True if is_output_root(collection_path) else None
 
 

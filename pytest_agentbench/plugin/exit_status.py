@@ -81,8 +81,8 @@ def _nothing_selected(
 
 def recorded_line(log: AttemptLog) -> str:
     """How many attempts this session recorded, by outcome; after a resume also how many the run
-    holds, the count the pass rate beside it is over (issue 22: "2 attempts recorded" beside
-    "4/4 scored attempts passed")."""
+    holds, the count the pass rate beside it is over ("2 attempts recorded" beside "4/4 scored
+    attempts passed" read as a contradiction)."""
     counts = ", ".join(f"{n} {k}" for k, n in sorted(log.outcomes.items())) or "none"
     noun = "attempt" if log.recorded == 1 else "attempts"
     in_run = sum(log.tally.categories.values())

@@ -162,7 +162,7 @@ class AgentbenchPlugin:
         except ImageUnavailable as exc:
             if exc.usage:
                 raise pytest.UsageError(str(exc)) from None
-            # no engine or no image: the infrastructure's fault, not a bad option (issue 22 item 4)
+            # no engine or no image: the infrastructure's fault, not a bad option
             pytest.exit(f"infrastructure error: {exc}", returncode=INFRA_ERROR)
         except (ResumeError, OutDirError, WorkRootError) as exc:
             raise pytest.UsageError(str(exc)) from None
@@ -391,7 +391,7 @@ class AgentbenchPlugin:
             return
         self._summary(terminalreporter)
         if exitstatus == pytest.ExitCode.INTERRUPTED and self.state.path.is_dir():
-            # the exact command that continues the run (issue 22 item 6)
+            # the exact command that continues the run
             args = [str(a) for a in self.config.invocation_params.args]
             terminalreporter.write_line(
                 f"to resume: {resume_command(args, self.state.path)}", bold=True)

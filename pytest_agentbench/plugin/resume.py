@@ -1,4 +1,4 @@
-"""What a resumed run takes from its own run.json (issue 22 item 6): a resume is
+"""What a resumed run takes from its own run.json: a resume is
 `pytest --agentbench-resume DIR`, nothing more. The options that make up the run's recorded
 configuration (attempts, variant, sandbox, regrade) default to the recorded values, ahead of the
 ini file; an option given on the command line still wins, and the resume check (run/state.py)

@@ -57,7 +57,7 @@ def check_space_form(config: pytest.Config) -> None:
     else:
         what = f"did not read the project's ini file ({expected[1]})"
     # every value the search could have read as a path (pytest skips those that do not exist),
-    # so that one correction is enough (issue 22 item 7); all of them if none exists now
+    # so that one correction is enough; all of them if none exists now
     paths = [(f, v) for f, v in spaced if (config.invocation_params.dir / v).exists()]
     offending = paths or spaced
     it = "it as a test path" if len(offending) == 1 else "them as test paths"

@@ -1,4 +1,4 @@
-"""Engines and infrastructure retries in the run summary (issue 12).
+"""Engines and infrastructure retries in the run summary.
 
 An attempt whose engine was lost mid-try (SANDBOX_ERROR / ENGINE_LOST) may be run again on
 another engine (`--agentbench-retry-infra N`). It keeps one record, its last try's, with the

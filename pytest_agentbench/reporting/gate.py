@@ -7,8 +7,8 @@ paired bootstrap over tasks. The bootstrap stands alone only when at least 10 ta
 going each way (stats.BOOTSTRAP_MIN_PER_SIDE); below that its bounds are widened to the exact
 ones of stats.exact_section (Clopper-Pearson on each discordant proportion, Bonferroni, counts
 scaled to tasks): when no pair favours the baseline every resample shows no drop and the
-bootstrap's U degenerates to 0 whatever the sample size, which would rule out any drop (issue 26,
-"a false green": 3 tasks, the candidate winning the only discordant one, read OK).
+bootstrap's U degenerates to 0 whatever the sample size, which would rule out any drop (a false
+green: 3 tasks, the candidate winning the only discordant one, read OK).
 Each configured check has three answers:
 - max-drop: REGRESSION if the observed drop D exceeds `max_drop`; OK if U <= max_drop (a drop
   that large is ruled out); else INCONCLUSIVE;
@@ -33,7 +33,7 @@ import pytest_agentbench.reporting.stats as stats
 from pytest_agentbench.reporting.load import ReportError, Run
 from pytest_agentbench.reporting.paired import Method, Missing, PairedReport, compare
 
-SCHEMA_VERSION = 1  # issue 14 added keys only: outcome, inconclusive, inconclusive_ok, mde
+SCHEMA_VERSION = 1  # later additions are keys only: outcome, inconclusive, inconclusive_ok, mde
 DEFAULT_MAX_DROP = 0.05
 EXIT_OK, EXIT_REGRESSION, EXIT_INCONCLUSIVE = 0, 1, 3
 PRIMARY_METHOD: Method = "mcnemar"  # as `report paired` and `report compare` by default

@@ -8,7 +8,7 @@ report reads become Python objects) and the frame is built once; `fields` names 
 Full `AttemptRecord` validation of every record (`validate=True`) is optional: it costs more
 than the whole report.
 
-Engines (issue 12): `engine` is the record's (the engine its last try ran on; None for the
+Engines: `engine` is the record's (the engine its last try ran on; None for the
 local sandbox and older records); `retried` the earlier tries set aside after an infra error, as
 a tuple (empty when the attempt ran once), with `infra_retries` (their number) and
 `retry_engines` (their engines, oldest first) derived. A retried attempt is still one row.

@@ -1,8 +1,8 @@
 """Paired comparison of two runs (A = baseline, B = variant) over the same tasks.
 
 Pairing: attempts are joined on (task_id, attempt_index), so attempt i of a task in A is paired
-with attempt i of the same task in B. Before any number is computed the invariants are checked
-(spec §10, improvement 9 of the second list): same task id set, same task commit, image, limits
+with attempt i of the same task in B. Before any number is computed the invariants are checked:
+same task id set, same task commit, image, limits
 (budgets and timeouts) per task, same harness version. A mismatch is refused with a message that
 lists what differs, unless that field is allowed (`allow_mismatch`); missing tasks or attempts
 are refused unless `missing="skip"`.

@@ -14,7 +14,7 @@ the pairs as independent. Here the unit is the task, and every scored attempt co
       X2 = [sum_k (b_k - c_k) / n_k]^2 / sum_k [(b_k - c_k) / n_k]^2  ~ chi-square(1);
   with one pair per task it is McNemar's statistic without continuity correction.
 
-Small samples (stats.py's rule, issue 26): the three tests above are large-sample (chi-square,
+Small samples (stats.py's rule): the three tests above are large-sample (chi-square,
 t, Wilcoxon's normal approximation with ties) and are not shown when fewer than
 `stats.ASYMPTOTIC_MIN_TASKS` tasks have a non-zero difference (their p-value and statistic are
 null, `not_shown` says why; the exact McNemar of the pairs stands); the cluster bootstrap's

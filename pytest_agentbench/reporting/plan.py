@@ -20,7 +20,7 @@ Where psi and the ICC come from:
 With no ICC estimate (one attempt per task everywhere) and K > 1, ICC = 1 is assumed: extra
 attempts are then worth nothing, the conservative answer. An undefined ICC (nothing varies in the
 pilot, e.g. every attempt passed: the ANOVA ratio is 0/0, not 0) is unknown too, taken as 1 and
-said so (issue 26: it read 0.000 and asked for a third of the tasks). `icc=` overrides every
+said so (read as 0.000 it asked for a third of the tasks). `icc=` overrides every
 estimate.
 """
 

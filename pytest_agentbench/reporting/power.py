@@ -107,7 +107,7 @@ def anova_icc(values: npt.ArrayLike, clusters: npt.ArrayLike) -> float | None:
 
     None when it cannot be estimated: fewer than two clusters, no cluster with two values, or
     nothing varies at all (every value equal: the ratio is 0/0, undefined, not 0; callers then
-    take the conservative ICC = 1 of an unknown one, issue 26).
+    take the conservative ICC = 1 of an unknown one).
     """
     y = np.asarray(values, dtype=np.float64)
     _, codes = np.unique(np.asarray(clusters), return_inverse=True)

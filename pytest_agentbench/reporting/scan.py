@@ -1,4 +1,4 @@
-"""`agentbench report scan RUN`: rule-based scanners over every attempt of a run (issue 24 item 4).
+"""`agentbench report scan RUN`: rule-based scanners over every attempt of a run.
 
 Deterministic rules, no model: each reads one attempt's record (`attempts.jsonl`), its tool calls
 (`agent/tool_calls.jsonl`: every call's arguments and result), its refused edits (the

@@ -14,7 +14,7 @@
   sample size (Clopper-Pearson on each discordant proportion, Bonferroni), the floor under the
   bootstrap's bounds when few tasks disagree (the small-sample rule below).
 
-Small-sample rule (issue 26): no bound or p-value is reported tighter than an exact method gives.
+Small-sample rule: no bound or p-value is reported tighter than an exact method gives.
 The percentile bootstrap over tasks is used alone only when at least `BOOTSTRAP_MIN_PER_SIDE`
 tasks have a pair going each way; below that (e.g. no pair favours the baseline, where every
 resample shows no drop and the bound degenerates to 0) its bounds are widened to the exact ones.

@@ -5,7 +5,7 @@ no sandbox. A repository the taskpack carries (a path or `file://`) is checked; 
 would need the network, so its patch is only parsed here and applied by `validate-tasks --run`.
 
 Without this, a missing, misspelled or stale oracle.patch said "spec valid" and surfaced only in a
-run under the oracle (issue 22 item 3).
+run under the oracle.
 """
 
 from __future__ import annotations

@@ -116,7 +116,7 @@ def build_settings(
     `invocation_dir` (default: the cwd) anchors relative command-line paths, `ini_dir`
     (default: `rootpath`) relative ini paths, `rootpath` the defaults. A `worker` (an xdist
     worker) joins the run its controller made, so the output root and the run name are not
-    checked again: the controller has made that directory by then (issue 22 item 1)."""
+    checked again: the controller has made that directory by then."""
     paths = _Anchors(invocation_dir or Path.cwd(), ini_dir or rootpath, rootpath)
     resume_given = option("resume")
     resume = paths.given(resume_given) if resume_given else None
@@ -166,7 +166,7 @@ def build_settings(
 
 def _variant(option: Lookup, ini: Lookup, paths: _Anchors) -> Variant:
     """The variant: --agentbench-predictions FILE, or `predictions:FILE` (FILE relative like
-    any path option), or a name or variant YAML (issue 23 item 5)."""
+    any path option), or a name or variant YAML."""
     given, predictions = option("variant"), option("predictions")
     if predictions:
         if given and not str(given).startswith(PREDICTIONS_PREFIX):
@@ -181,8 +181,8 @@ def _variant(option: Lookup, ini: Lookup, paths: _Anchors) -> Variant:
 
 
 def _with_cassette(variant: Variant, replay: Any, paths: _Anchors) -> Variant:
-    """--agentbench-cassette-replay RUN_DIR: the command agent's `params.cassette` (issue 23
-    item 6); the variant's config hash changes with it, as a replay is not the model's run."""
+    """--agentbench-cassette-replay RUN_DIR: the command agent's `params.cassette`; the
+    variant's config hash changes with it, as a replay is not the model's run."""
     if not replay:
         return variant
     where = f"--agentbench-cassette-replay={replay}"

@@ -4,7 +4,7 @@ the workers, fixtures and the session end remove containers and the reports are 
 SIGINT always does, even when the run inherited it ignored: a shell without job control starts
 a background job (`pytest ... &` in a script, some CI steps) with SIGINT set to SIG_IGN, Python
 then leaves it so, and a run that owns containers could not be stopped by Ctrl-C or `kill -INT`
-(it ran to its end and exited 0; issue 20 item 8). The xdist workers, started afterwards, get
+(it ran to its end and exited 0). The xdist workers, started afterwards, get
 Python's own SIGINT handling from the controller.
 
 A SIGTERM while a record is being written (`uninterrupted`) takes effect once the line is

@@ -110,7 +110,7 @@ def start_run(
                 "sessions": [token],
             },
         )
-        mark_output_root(settings.out)  # git and a plain pytest leave it alone (issue 22 item 5)
+        mark_output_root(settings.out)  # git and a plain pytest leave it alone
         return RunState(run_id, str(run_dir), chash, token)
     resume = settings.resume
     meta_path = resume / "run.json"

@@ -8,14 +8,14 @@ fix, and the tests, not the harness, say so). The oracle is judged first: when i
 task itself is broken and that is what the detail says (its setup or baseline verdict as is, an
 oracle that does not fix the tests as `oracle fails: ...`).
 
-With `exploits=True` (`validate-tasks --run`, issue 24 item 2) every try of the exploit agent
+With `exploits=True` (`validate-tasks --run`) every try of the exploit agent
 (agents/exploit_tries.py) runs as an attempt of its own, from the task's clean state, after the
 oracle and nop: the task is valid only when no try passes and none found what an agent must
 never reach (another commit, the oracle, the network). Hard-coding the expected values is the
 one try that may pass: it is a weak-test warning naming the tests that let it through. Tries
 that need isolation are skipped on the local sandbox (it has none).
 
-With `adequacy` (`validate-tasks --run --adequacy`, issue 24 item 3) a task the oracle and nop
+With `adequacy` (`validate-tasks --run --adequacy`) a task the oracle and nop
 judge valid also gets its test-adequacy score (run/adequacy.py: the share of the oracle patch's
 mutants its tests catch); a score below the threshold is a weak-test warning naming the
 mutants that survived, never a rejection.

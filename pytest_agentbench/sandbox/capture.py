@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pytest_agentbench.sandbox.port import ExecResult
 from pytest_agentbench.text.truncation import decode, truncate
 
-#: The deterministic runtime envelope of every command (spec improvement 3).
+#: The deterministic runtime envelope of every command.
 DETERMINISTIC_ENV: dict[str, str] = {
     "PYTHONHASHSEED": "0",
     "TZ": "UTC",

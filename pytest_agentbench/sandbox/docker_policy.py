@@ -1,6 +1,6 @@
 """The Docker sandbox policy: how a container is created, and how each command is bounded.
 
-Policy (spec §6, improvement 5): commands run as a non-root user (SANDBOX_UID, or the host user)
+Policy: commands run as a non-root user (SANDBOX_UID, or the host user)
 with no capabilities and no-new-privileges; pids/cpu/memory limits without swap, read-only root with
 tmpfs /tmp and home, no network unless the spec asks for it, nothing from the host but the
 workspace, the env dir, an optional pip cache and an optional CA bundle (read-only). PID 1 is

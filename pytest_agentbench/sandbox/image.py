@@ -176,7 +176,7 @@ def bootstrap_local_base(log: Log) -> str:
 def _import_tree(root: Path, name: str) -> tuple[int, str]:
     """`tar -c root | docker import - name`: the import's status and stderr. Only the import
     holds the pipe's read end (this process closes its copy), so an import that stops early
-    leaves tar a broken pipe instead of a full one it would wait on for ever (issue 22 item 2);
+    leaves tar a broken pipe instead of a full one it would wait on for ever;
     tar is killed either way before this returns."""
     tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
     assert tar.stdout is not None

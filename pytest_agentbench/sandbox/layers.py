@@ -63,7 +63,7 @@ def mount_overlay(path: Path, base: Path, layer: Path) -> None:
     os.chown(upper, top.st_uid, top.st_gid)
     os.chmod(upper, top.st_mode & 0o7777)
     # nosuid,nodev: a setuid file the sandbox's user makes in the view (or a device node) must
-    # give no host user its uid (issue 20 item 2), as the workspace's loop filesystem already
+    # give no host user its uid, as the workspace's loop filesystem already
     options = (f"nosuid,nodev,lowerdir={base.absolute()},upperdir={upper.absolute()},"
                f"workdir={work.absolute()}")
     proc = subprocess.run(["mount", "-t", "overlay", "overlay", "-o", options, str(path)],

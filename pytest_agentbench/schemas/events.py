@@ -1,4 +1,4 @@
-"""Events: a versioned discriminated union with one stable envelope (spec §4, improvement 11).
+"""Events: a versioned discriminated union with one stable envelope.
 
 An event is one small class per type (`CommandFinished`, `Note`, ...) holding its payload; the
 pipeline writes it as an object, `sink.emit(CommandFinished(...))`, so mypy and pydantic check its

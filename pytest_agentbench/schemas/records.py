@@ -1,4 +1,4 @@
-"""The attempt record: one line of `attempts.jsonl` per attempt (spec §4, versioned).
+"""The attempt record: one line of `attempts.jsonl` per attempt (versioned).
 
 Plain JSON types only, so the record can ride on a pytest report across xdist workers.
 """

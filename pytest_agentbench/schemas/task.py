@@ -2,7 +2,7 @@
 
 Strict on purpose (extra="forbid"): a typo must fail loudly instead of silently changing behaviour.
 Every number has a finite upper bound and every path or URL a task names is checked here, before
-anything runs: a task file is input, and it must not reach the host (issue 8, items 1, 2 and 9).
+anything runs: a task file is input, and it must not reach the host.
 """
 
 from __future__ import annotations
@@ -223,8 +223,8 @@ class EnvironmentSpec(Strict):
     @field_validator("python")
     @classmethod
     def _python_provided(cls, value: str, info: ValidationInfo) -> str:
-        """Only a version the sandbox runs is accepted: no task silently gets another one
-        (issue 22 item 10). Validated only when given (the default is not)."""
+        """Only a version the sandbox runs is accepted: no task silently gets another one.
+        Validated only when given (the default is not)."""
         if info.data.get("docker_image"):
             raise ValueError("cannot be chosen with docker_image (the image's own Python "
                              "runs): leave python out")

@@ -313,7 +313,7 @@ def _asset_problem(task_dir: Path, relative: str) -> str | None:
 
 def _missing_named_file(task_dir: Path, relative: str) -> str | None:
     """A file task.yaml names explicitly must be there: a misspelled name would otherwise be
-    found out only by the oracle, as if the task had no reference solution (issue 22 item 3)."""
+    found out only by the oracle, as if the task had no reference solution."""
     target = task_dir / relative
     if target.exists() or target.is_symlink():
         return None

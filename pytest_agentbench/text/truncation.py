@@ -1,4 +1,4 @@
-"""Head/tail truncation of command output (spec improvement 12).
+"""Head/tail truncation of command output.
 
 Keeps the first `head_lines` and last `tail_lines` lines, and caps the bytes kept, so that a
 runaway command cannot fill the disk or the model's context. The flags say what was dropped.

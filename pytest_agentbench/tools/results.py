@@ -1,4 +1,4 @@
-"""Tool policy and tool results: the data half of the tool contract (spec §5, improvements 7/8).
+"""Tool policy and tool results: the data half of the tool contract.
 
 `ToolResult.to_dict()` is the record form (plain JSON types); `to_observation()` is the compact text
 the model sees.

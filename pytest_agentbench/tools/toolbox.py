@@ -1,4 +1,4 @@
-"""The agent's tool box (spec §5 and improvements 7/8): one `call(name, arguments)` entry point.
+"""The agent's tool box: one `call(name, arguments)` entry point.
 
 `call` never raises for the agent's mistakes; it returns a ToolResult whose `error_type` says what
 went wrong. Only infrastructure failures (`SandboxError`) propagate. Every call hands a
