@@ -62,7 +62,8 @@ def _script() -> list[Reply]:
             Reply("The tests pass; done.", usage=USAGE)]
 
 
-def test_a_program_in_the_sandbox_solves_the_task_through_the_gateway(tmp_path: Path, docker_client: Any) -> None:
+def test_a_program_in_the_sandbox_solves_the_task_through_the_gateway(
+        tmp_path: Path, docker_client: Any) -> None:
     with FakeOpenAIServer(_script()) as server:
         proc = _run(server.base_url, tmp_path / "out", _variant(tmp_path))
         requests = list(server.requests)
@@ -91,7 +92,8 @@ def test_a_program_in_the_sandbox_solves_the_task_through_the_gateway(tmp_path: 
     assert "+    return sum(values) / len(values)" in diff
 
 
-def test_a_budget_of_one_call_refuses_the_second_before_the_upstream(tmp_path: Path, docker_client: Any) -> None:
+def test_a_budget_of_one_call_refuses_the_second_before_the_upstream(
+        tmp_path: Path, docker_client: Any) -> None:
     with FakeOpenAIServer(_script()) as server:
         proc = _run(server.base_url, tmp_path / "out",
                     _variant(tmp_path, budgets={"max_steps": 1}))
