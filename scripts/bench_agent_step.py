@@ -13,7 +13,7 @@ Printed per mix: median, p90 and mean over the steps of the total and of its par
 execution, snapshot/diff, rest), docker execs per step, the same by tool, and a PASS/FAIL line
 against the target, on the mean (a mix's steps are of different kinds, so its median is one
 kind's time). A slow or noisy result never fails the script; a harness error does (exit 1, after
-every mix has run and printed what it measured): a trial that did not run to its `finish`, or a
+every mix has run and printed what it measured): an attempt that did not run to its `finish`, or a
 file-changing step without its own diff. The scripted model's `finish` is taken at its word
 (`verify_finish: false`): the steps measured are the scripted ones, not a check of the task.
 
@@ -42,10 +42,10 @@ import pytest_agentbench.llm.client as llm_client  # noqa: E402
 import pytest_agentbench.sandbox.docker_sandbox as docker_sandbox  # noqa: E402
 import pytest_agentbench.tools.toolbox as toolbox  # noqa: E402
 from pytest_agentbench.agents.variants import Variant, agent_builder  # noqa: E402
-from pytest_agentbench.core.trial import Trial  # noqa: E402
-from pytest_agentbench.core.trial_config import TrialConfig  # noqa: E402
+from pytest_agentbench.core.attempt_config import AttemptConfig  # noqa: E402
+from pytest_agentbench.core.pipeline import AttemptPipeline  # noqa: E402
 from pytest_agentbench.repos.mirror import MirrorCache  # noqa: E402
-from pytest_agentbench.run.hostenv import trial_defaults  # noqa: E402
+from pytest_agentbench.run.hostenv import attempt_defaults  # noqa: E402
 from pytest_agentbench.sandbox.docker import DockerSandboxFactory  # noqa: E402
 from pytest_agentbench.sandbox.image import ensure_image  # noqa: E402
 from pytest_agentbench.tasks.discovery import discover  # noqa: E402
@@ -57,7 +57,7 @@ MIXES = ("read+run", "edits")
 
 
 class Probe:
-    """Wall-clock marks of one trial's agent phase, by step (= model calls answered so far)."""
+    """Wall-clock marks of one attempt's agent phase, by step (= model calls answered so far)."""
 
     def __init__(self) -> None:
         self.chats: list[tuple[float, float]] = []
@@ -161,16 +161,16 @@ def script_for(mix: str, steps: int) -> tuple[list[Reply], int]:
 
 
 def run_mix(mix: str, steps: int, image: Any) -> tuple[list[dict[str, Any]], str | None]:
-    """One trial; the per-step rows and a harness error (None when it ran as scripted)."""
+    """One attempt; the per-step rows and a harness error (None when it ran as scripted)."""
     task = next(t for t in discover(ROOT / "taskpacks", ["custom-dev"]).tasks
                 if t.id == "fix-mean-off-by-one")
     replies, changing = script_for(mix, steps)
     probe = Probe()
     with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer(replies) as server:
-        cfg = TrialConfig(
+        cfg = AttemptConfig(
             run_id="bench-step", run_dir=Path(tmp) / "run", work_root=Path(tmp) / "work",
             variant="llm_v0", variant_config_hash="bench", image=image.name,
-            image_id=image.image_id, harness_version="bench", **trial_defaults(),
+            image_id=image.image_id, harness_version="bench", **attempt_defaults(),
             events_path=Path(tmp) / "events.jsonl",
         )
         variant = Variant("llm_v0", "llm_v0",
@@ -180,7 +180,7 @@ def run_mix(mix: str, steps: int, image: Any) -> tuple[list[dict[str, Any]], str
                                                 "model": "bench/model", "preset": "local"})()
         undo = probe.install()
         try:
-            record = Trial(task, cfg, DockerSandboxFactory(), MirrorCache(), agent).run()
+            record = AttemptPipeline(task, cfg, DockerSandboxFactory(), MirrorCache(), agent).run()
         finally:
             undo()
         events = [json.loads(line) for line in

@@ -40,9 +40,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pytest_agentbench.agents.builtin import OracleAgent  # noqa: E402
+from pytest_agentbench.core.attempt_config import AttemptConfig  # noqa: E402
 from pytest_agentbench.core.envcache import EnvCache  # noqa: E402
-from pytest_agentbench.core.trial import Trial  # noqa: E402
-from pytest_agentbench.core.trial_config import TrialConfig  # noqa: E402
+from pytest_agentbench.core.pipeline import AttemptPipeline  # noqa: E402
 from pytest_agentbench.repos.mirror import MirrorCache  # noqa: E402
 from pytest_agentbench.run.hostenv import owner_uid, pip_cache_dir, resolve_ca_bundle  # noqa: E402
 from pytest_agentbench.sandbox.docker import DockerSandboxFactory  # noqa: E402
@@ -56,14 +56,14 @@ TARGETS = {"warm setup": 1.0, "cold/warm": 20.0, "warm/raw": 1.15, "step ms": 40
 def harness_attempt(task: Any, image: Any, factory: Any, mirrors: MirrorCache, cache: EnvCache,
                     work: Path, n: int, problems: list[str]) -> tuple[float, Any]:
     ca = resolve_ca_bundle("auto")
-    cfg = TrialConfig(run_id=f"bench-{n}", run_dir=work / "run", work_root=work / "ws",
+    cfg = AttemptConfig(run_id=f"bench-{n}", run_dir=work / "run", work_root=work / "ws",
                       variant="oracle", variant_config_hash="bench", image=image.name,
                       harness_version="bench", image_id=image.image_id, attempt_index=n,
                       attempt_label=f"a{n}", owner_uid=owner_uid("docker"),
                       pip_cache=pip_cache_dir(), ca_bundle=Path(ca) if ca else None,
                       env_cache=cache)
     start = time.perf_counter()
-    record = Trial(task, cfg, factory, mirrors, OracleAgent()).run()
+    record = AttemptPipeline(task, cfg, factory, mirrors, OracleAgent()).run()
     elapsed = time.perf_counter() - start
     if not record.result.passed:
         r = record.result

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Harness overhead, measured in one run on the same tasks and the same machine.
 
-1. Wall time per attempt: the harness's Trial (oracle agent, Docker sandbox) against a minimal
-   docker-py script doing the same container work: check out the pinned commit, create and start
-   a container, run the failing command twice, apply the oracle patch, run the passing command,
-   remove the container.
+1. Wall time per attempt: the harness's AttemptPipeline (oracle agent, Docker sandbox) against a
+   minimal docker-py script doing the same container work: check out the pinned commit, create
+   and start a container, run the failing command twice, apply the oracle patch, run the passing
+   command, remove the container.
 2. Tool-call latency: `run` through the Toolbox and `read_file` against raw `exec_run`.
 
     uv run python scripts/bench_overhead.py [--rounds 3] [--calls 30]
@@ -30,8 +30,8 @@ from pathlib import Path
 import docker
 
 from pytest_agentbench.agents.builtin import OracleAgent
-from pytest_agentbench.core.trial import Trial
-from pytest_agentbench.core.trial_config import TrialConfig
+from pytest_agentbench.core.attempt_config import AttemptConfig
+from pytest_agentbench.core.pipeline import AttemptPipeline
 from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.repos.sources import resolve_source
 from pytest_agentbench.run.hostenv import SANDBOX_UID
@@ -49,11 +49,11 @@ TARGETS = {"attempt harness/raw": 1.15, "run(true) toolbox/raw": 1.05}
 
 def harness_attempt(task, image, factory, mirrors, work: Path, n: int,
                     problems: list[str]) -> float:
-    cfg = TrialConfig(run_id=f"bench-{n}", run_dir=work / "run", work_root=work / "ws",
+    cfg = AttemptConfig(run_id=f"bench-{n}", run_dir=work / "run", work_root=work / "ws",
                       variant="oracle", variant_config_hash="bench", image=image.name,
                       harness_version="bench", image_id=image.image_id, owner_uid=SANDBOX_UID)
     start = time.perf_counter()
-    record = Trial(task, cfg, factory, mirrors, OracleAgent()).run()
+    record = AttemptPipeline(task, cfg, factory, mirrors, OracleAgent()).run()
     elapsed = time.perf_counter() - start
     if not record.result.passed:
         result = record.result

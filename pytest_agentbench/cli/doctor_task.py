@@ -1,7 +1,7 @@
 """The doctor's end-to-end check: a tiny task through the real pipeline.
 
 It makes a throwaway repository with one bug and one test, then runs the oracle through the same
-attempt factory and Trial that pytest uses (mirror, sandbox, setup, baseline twice, tools,
+attempt factory and AttemptPipeline that pytest uses (mirror, sandbox, setup, baseline twice, tools,
 scoring, records), and the nop agent to prove the task really fails without the fix: the same
 oracle+nop validation as `agentbench validate-tasks --run`.
 """

@@ -113,12 +113,12 @@ def _bench(tmp: Path, source: str, gate_runs: int, exploits: bool,
     from pytest_agentbench.harvest.runs import Bench
     from pytest_agentbench.repos.mirror import MirrorCache
     from pytest_agentbench.run.factory import SharedAttemptConfig, sandbox_factory
-    from pytest_agentbench.run.hostenv import trial_defaults
+    from pytest_agentbench.run.hostenv import attempt_defaults
     from pytest_agentbench.sandbox.image import ensure_image
 
     sandbox = sandbox or os.environ.get("AGENTBENCH_HARVEST_SANDBOX", "docker")
     sandboxes, mirrors = sandbox_factory(sandbox), MirrorCache()
-    defaults = trial_defaults(sandbox)
+    defaults = attempt_defaults(sandbox)
     if sandbox == "docker":
         info = ensure_image(quiet=True)
         image, image_id = info.name, info.image_id

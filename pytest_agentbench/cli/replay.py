@@ -2,12 +2,12 @@
 in a fresh sandbox, with no model, and say whether the recorded outcome reproduces. RUN is a run
 directory, a run name in the output root, or `latest`, as for the report commands.
 
-The replay runs the whole trial (prepare → setup → baseline → scripted agent → score) on the
+The replay runs the whole attempt (prepare → setup → baseline → scripted agent → score) on the
 frozen task.yaml of the run, so a difference points at the harness, the task or the environment
 (flaky tests, a changed runner image), not at the model. Verdicts the recorded agent reached on its
 own (AGENT_STUCK, AGENT_GAVE_UP, AGENT_NO_PROGRESS, PATCH_REJECTED, the task budget) cannot come
 out of replaying its tool calls; they are carried over from the record and apply only when the
-replayed tests fail again, exactly as they did in the original trial. Artifacts go to
+replayed tests fail again, exactly as they did in the original attempt. Artifacts go to
 `<run>/replays/<task>-<timestamp>/`. Exit status: 0 reproduced, 1 not reproduced, 2 usage error.
 """
 
@@ -41,7 +41,7 @@ def add_replay_command(subparsers: Any) -> None:
 
 
 def run_replay(args: argparse.Namespace) -> int:
-    from pytest_agentbench.cli.replay_trial import ReplayError, replay
+    from pytest_agentbench.cli.replay_attempt import ReplayError, replay
     from pytest_agentbench.reporting.names import ReportError
     from pytest_agentbench.reporting.runs import resolve_run
 

@@ -201,7 +201,7 @@ def _throwaway_run(
     """Docker sandboxes with the current runner image (or local ones), attempts under `root`."""
     from pytest_agentbench.repos.mirror import MirrorCache
     from pytest_agentbench.run.factory import SharedAttemptConfig, sandbox_factory
-    from pytest_agentbench.run.hostenv import trial_defaults
+    from pytest_agentbench.run.hostenv import attempt_defaults
     from pytest_agentbench.sandbox.image import ensure_image
 
     sandboxes, mirrors = sandbox_factory(kind), MirrorCache()
@@ -215,5 +215,5 @@ def _throwaway_run(
     shared = SharedAttemptConfig(
         run_id="validate", run_dir=root / "run", work_root=root / "work", variant="validate",
         variant_config_hash="validate", image=info.name, image_id=info.image_id,
-        harness_version="validate", **trial_defaults())
+        harness_version="validate", **attempt_defaults())
     return shared, sandboxes, mirrors

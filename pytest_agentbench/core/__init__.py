@@ -1,4 +1,4 @@
-"""The attempt pipeline: prepare → setup → baseline → agent → score → record (trial.py), and what
+"""The attempt pipeline: prepare → setup → baseline → agent → score → record (pipeline.py), and what
 only it needs: baseline validation, snapshots and diffs, evidence, scoring, recording, the event
 sink and the run directory layout.
 

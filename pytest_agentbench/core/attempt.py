@@ -1,7 +1,7 @@
 """What the phases of one attempt share: its task, config, ids, paths, event sink and findings,
 the sandboxes it opened, and the helpers that open a sandbox or run a harness command and record
 it (logs, `command_finished`, the environment report). The phases themselves live in
-before_agent.py, agent_phase.py and score_phase.py; trial.py runs them in order.
+before_agent.py, agent_phase.py and score_phase.py; pipeline.py runs them in order.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest_agentbench.core.evidence as evidence_mod
 from pytest_agentbench.agents.port import ProgramNeeds
+from pytest_agentbench.core.attempt_config import AttemptConfig, attempt_id, sandbox_spec
+from pytest_agentbench.core.attempt_record import AttemptFindings
 from pytest_agentbench.core.envcache import CacheHold, Claim
 from pytest_agentbench.core.events import EventSink
 from pytest_agentbench.core.phases import PhaseTimer
@@ -22,8 +24,6 @@ from pytest_agentbench.core.program_install import (
 )
 from pytest_agentbench.core.recording import RecordingToolbox
 from pytest_agentbench.core.rundir import AttemptPaths
-from pytest_agentbench.core.trial_config import TrialConfig, attempt_id, sandbox_spec
-from pytest_agentbench.core.trial_record import AttemptFindings
 from pytest_agentbench.sandbox.port import ExecResult, ExtraMount, Sandbox, SandboxFactory
 from pytest_agentbench.schemas.events import CommandFinished
 from pytest_agentbench.schemas.taxonomy import Reason
@@ -47,7 +47,7 @@ GATEWAY_TARGET = "/run/agentbench/gateway"  # a command agent's gateway socket, 
 class Attempt:
     """The state of one attempt, filled in as its phases run."""
 
-    def __init__(self, task: LoadedTask, cfg: TrialConfig, sandboxes: SandboxFactory,
+    def __init__(self, task: LoadedTask, cfg: AttemptConfig, sandboxes: SandboxFactory,
                  needs: ProgramNeeds | None = None) -> None:
         self.task, self.spec, self.cfg, self.sandboxes = task, task.spec, cfg, sandboxes
         # an agent that runs its own program (agents/command.py): the agent's sandbox sees a

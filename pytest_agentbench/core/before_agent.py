@@ -4,7 +4,7 @@ None of it is on the agent's clock (agent_phase.py starts it when the agent gets
 an env-cache hit and a miss give the agent the same time. Each part has its own bound instead:
 the checkout git's timeouts and lock waits (repos/), the setup commands `setup_timeout_sec`
 together, each capture command and each baseline run `tool_timeout_sec`; the sandbox's own
-lifetime (trial_config.sandbox_spec) is the backstop. How long setup and baseline took is
+lifetime (attempt_config.sandbox_spec) is the backstop. How long setup and baseline took is
 recorded (`setup.duration_sec`, `baseline_validation.duration_sec`, `timings`).
 """
 
@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 import pytest_agentbench.core.baseline as baseline_mod
 import pytest_agentbench.core.hidden_tests as hidden_tests
 from pytest_agentbench.core.attempt import Attempt, Failure
+from pytest_agentbench.core.attempt_config import pip_cache_dir
 from pytest_agentbench.core.envcache import CacheHold, cache_key
 from pytest_agentbench.core.gitops import dirty_tracked_files
-from pytest_agentbench.core.trial_config import pip_cache_dir
 from pytest_agentbench.repos.sources import resolve_source
 from pytest_agentbench.sandbox.port import ExecResult, Sandbox
 from pytest_agentbench.schemas.records import SetupInfo

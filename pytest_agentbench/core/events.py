@@ -4,7 +4,7 @@ one JSON line.
 Each worker writes its own file; the controller merges them at session end (one writer per file).
 A line torn by a writer killed mid-line is set aside before the first new line (core.rundir).
 
-A `listener` (TrialConfig.event_listener) sees each event as written (redacted, with its
+A `listener` (AttemptConfig.event_listener) sees each event as written (redacted, with its
 envelope), after the line is appended: the pytest plugin's live progress. It runs in the emitting
 thread under the sink's lock (events reach it in `seq` order), so it must be quick; whatever it
 raises is swallowed, a display never fails an attempt.

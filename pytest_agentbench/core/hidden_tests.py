@@ -24,8 +24,8 @@ import contextlib
 from collections.abc import Iterator
 
 from pytest_agentbench.core.attempt import Attempt, Failure
+from pytest_agentbench.core.attempt_config import sandbox_spec
 from pytest_agentbench.core.gitops import apply_command
-from pytest_agentbench.core.trial_config import sandbox_spec
 from pytest_agentbench.paths.trees import remove_tree
 from pytest_agentbench.sandbox.port import Sandbox, SandboxError
 from pytest_agentbench.schemas.taxonomy import Reason

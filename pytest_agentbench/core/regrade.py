@@ -46,8 +46,8 @@ from typing import Any
 
 import pytest_agentbench.core.hidden_tests as hidden_tests
 from pytest_agentbench.core.attempt import Attempt, Failure
+from pytest_agentbench.core.attempt_config import sandbox_spec
 from pytest_agentbench.core.gitops import APPLY_PATCH
-from pytest_agentbench.core.trial_config import sandbox_spec
 from pytest_agentbench.paths.trees import copy_tree, remove_tree
 from pytest_agentbench.sandbox.port import ExecResult, Sandbox, SandboxError
 from pytest_agentbench.schemas.records import RegradeRun, Result

@@ -1,6 +1,6 @@
 """The LLM client's exception tree. Every failure the client raises is an `LLMError`:
 
-    LLMError                 base; the trial maps any of these to LLM_ERROR
+    LLMError                 base; the attempt maps any of these to LLM_ERROR
     ├── LLMAuthError         401/403: bad or missing key, forbidden model (never retried)
     ├── LLMRequestError      any other 4xx (400, 402 out of credits, 404 unknown model...):
     │                        retrying the same request cannot help

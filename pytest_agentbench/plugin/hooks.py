@@ -18,7 +18,7 @@ import pytest
 
 from pytest_agentbench.agents.port import Agent
 from pytest_agentbench.agents.variants import VariantError, agent_builder
-from pytest_agentbench.core.trial_record import crash_record, invalid_task_record
+from pytest_agentbench.core.attempt_record import crash_record, invalid_task_record
 from pytest_agentbench.plugin.exit_status import Selection, recorded_line, settle_exit
 from pytest_agentbench.plugin.items import (
     LABEL_MARK_HELP,

@@ -8,7 +8,7 @@ score) and which agent step, as pytest's verbosity asks.
   `--log-cli-level=INFO` shows them as live log records (then the plain lines are left out).
 
 Where the lines come from: the pipeline's own events (core/events.py), never new calls in core.
-In one process the attempt's EventSink calls `listener` (TrialConfig.event_listener) as it writes
+In one process the attempt's EventSink calls `listener` (AttemptConfig.event_listener) as it writes
 each event. Under xdist a worker's output is never shown live, but every worker already appends
 its events to `events/<session>-<worker>.jsonl` in the run directory: a controller thread tails
 those files and hands the lines to xdist's own event queue, so the controller's main thread (the

@@ -1,6 +1,6 @@
 """pytest-xdist plumbing that must not import xdist (it is optional at run time): which process
 this is, the controller's view of its workers (signal them, the reports they sent that were
-never handled), and what a crash report says (the record itself is core/trial_record.py's).
+never handled), and what a crash report says (the record itself is core/attempt_record.py's).
 """
 
 from __future__ import annotations

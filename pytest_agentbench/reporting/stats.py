@@ -231,7 +231,7 @@ def describe(values: npt.ArrayLike) -> dict[str, float | int | None]:
 
 def clopper_pearson(x: float, n: float, tail: float) -> tuple[float, float]:
     """One-sided Clopper-Pearson bounds (lower, upper) of a proportion from x events in n
-    trials, each bound with error probability `tail`: the beta quantiles of statsmodels'
+    attempts, each bound with error probability `tail`: the beta quantiles of statsmodels'
     `proportion_confint(x, n, alpha=2 * tail, method="beta")`, lower 0 at x = 0 and upper 1
     at x = n. x may be fractional (counts scaled to tasks, see `exact_section`)."""
     if n <= 0:

@@ -31,7 +31,7 @@ import pytest_agentbench.core.score_phase as score_phase
 from pytest_agentbench.agents.builtin import OracleAgent
 from pytest_agentbench.agents.port import AgentOutcome
 from pytest_agentbench.core.attempt import Attempt, Failure
-from pytest_agentbench.core.trial import Trial
+from pytest_agentbench.core.pipeline import AttemptPipeline
 from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.run.factory import AttemptFactory, SharedAttemptConfig
 from pytest_agentbench.run.mutations import Mutant, MutationError, mutants
@@ -123,17 +123,17 @@ def run_adequacy(task: LoadedTask, shared: SharedAttemptConfig, sandboxes: Sandb
     per_task = replace(shared, run_id=f"{shared.run_id}-adequacy", variant="adequacy")
     cfg = AttemptFactory(per_task, sandboxes, mirrors, OracleAgent).config(
         task, keep_workspace=False)
-    trial = MutantTrial(task, cfg, sandboxes, mirrors, max_mutants)
-    record = trial.run().to_json_dict()
+    pipeline = MutantPipeline(task, cfg, sandboxes, mirrors, max_mutants)
+    record = pipeline.run().to_json_dict()
     result = record.get("result") or {}
-    found = trial.found
+    found = pipeline.found
     if found is None:
         why = "the oracle does not pass: " + str(result.get("summary") or "")[:200]
         found = Adequacy(None, problem=why)
     return replace(found, seconds=time.monotonic() - start, threshold=threshold)
 
 
-class MutantTrial(Trial):
+class MutantPipeline(AttemptPipeline):
     """The oracle's attempt; after a passing grading, the mutants graded (`found`)."""
 
     def __init__(self, task: LoadedTask, cfg: Any, sandboxes: SandboxFactory,

@@ -1,5 +1,5 @@
 """The one place an attempt is assembled: `SharedAttemptConfig` (what every attempt of a run
-shares) plus `AttemptFactory` (one task attempt -> its TrialConfig, or its redacted record), and
+shares) plus `AttemptFactory` (one task attempt -> its AttemptConfig, or its redacted record), and
 `sandbox_factory(kind)`, the one docker/local choice.
 
 Every entry point goes through here, and passes:
@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.agents.port import Agent
+from pytest_agentbench.core.attempt_config import AttemptConfig
 from pytest_agentbench.core.envcache import EnvCache
 from pytest_agentbench.core.events import EventListener
-from pytest_agentbench.core.trial import Trial
-from pytest_agentbench.core.trial_config import TrialConfig
+from pytest_agentbench.core.pipeline import AttemptPipeline
 from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.run.engine_pool import EnginePool
 from pytest_agentbench.run.infra_retry import run_with_retries
@@ -88,9 +88,9 @@ def sandbox_factory(kind: str) -> SandboxFactory:
 
 
 class AttemptFactory:
-    """Attempts of one run: `config(...)` is an attempt's TrialConfig; `run(...)` runs the
-    attempt as a `Trial` (a fresh agent from `agent` each time) and returns its record as a
-    redacted JSON dict."""
+    """Attempts of one run: `config(...)` is an attempt's AttemptConfig; `run(...)` runs the
+    attempt through an `AttemptPipeline` (a fresh agent from `agent` each time) and returns its
+    record as a redacted JSON dict."""
 
     def __init__(
         self,
@@ -122,13 +122,13 @@ class AttemptFactory:
         attempts: int = 1,
         quarantined: str | None = None,
         keep_workspace: bool | None = None,
-    ) -> TrialConfig:
-        """The attempt's TrialConfig. `attempts` > 1 gives each its own `attempt-N` directory;
+    ) -> AttemptConfig:
+        """The attempt's AttemptConfig. `attempts` > 1 gives each its own `attempt-N` directory;
         `keep_workspace` None keeps it when the run or the task asks for it."""
         s, redactor = self.shared, self.redactor(task)
         if keep_workspace is None:
             keep_workspace = s.keep_workspace or task.spec.artifacts.keep_workspace
-        return TrialConfig(
+        return AttemptConfig(
             run_id=s.run_id, run_dir=s.run_dir, work_root=s.work_root, session=s.session,
             variant=s.variant, variant_config_hash=s.variant_config_hash,
             image=s.image, image_id=s.image_id, image_digest=s.image_digest,
@@ -155,9 +155,9 @@ class AttemptFactory:
         cfg = self.config(task, index, attempts, quarantined, keep_workspace)
 
         def run_try(sandboxes: SandboxFactory) -> dict[str, Any]:
-            trial = Trial(task, cfg, sandboxes, self.mirrors, self.make_agent())
-            trial.at.events.listener = cfg.event_listener  # before its first event
-            return self.redactor(task).redact_record(trial.run().to_json_dict())
+            pipeline = AttemptPipeline(task, cfg, sandboxes, self.mirrors, self.make_agent())
+            pipeline.at.events.listener = cfg.event_listener  # before its first event
+            return self.redactor(task).redact_record(pipeline.run().to_json_dict())
 
         if self.engines is None:
             return run_try(self.sandboxes)

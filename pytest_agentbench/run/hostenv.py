@@ -106,7 +106,7 @@ def resolve_ca_bundle(value: str = "auto") -> str | None:
     return str(Path(value).resolve())
 
 
-def trial_defaults(sandbox: str = "docker", ca_bundle: str = "auto") -> dict[str, Any]:
+def attempt_defaults(sandbox: str = "docker", ca_bundle: str = "auto") -> dict[str, Any]:
     """The host's owner uid, pip cache, CA bundle and environment cache as keyword arguments of
     `run.factory.SharedAttemptConfig`, for entry points outside pytest (replay, validate-tasks)."""
     ca = resolve_ca_bundle(ca_bundle)

@@ -254,8 +254,8 @@ class DockerSandboxFactory:
                 chown_tree(path, uid, gid)
 
     def engine_answers(self) -> bool:
-        """Whether the engine answers now (Trial asks, to tell a lost engine from a sandbox
-        problem whatever raised the SandboxError)."""
+        """Whether the engine answers now (the AttemptPipeline asks, to tell a lost engine from a
+        sandbox problem whatever raised the SandboxError)."""
         return self._client is None or engine_answers(self._client.api)  # never reached: no verdict
 
     def forget(self, container_id: str) -> None:

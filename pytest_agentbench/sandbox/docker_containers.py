@@ -127,7 +127,7 @@ def remove_live_volumes() -> int:
 
 
 OWNER_LABEL = "agentbench.owner"  # docker_policy.OWNER_LABEL: <host>:<pid> of the creator
-RUN_LABEL = "agentbench.run_id"  # core/trial_config.sandbox_spec's
+RUN_LABEL = "agentbench.run_id"  # core/attempt_config.sandbox_spec's
 
 
 def owner_alive(labels: Mapping[str, str], state: str | None) -> bool:

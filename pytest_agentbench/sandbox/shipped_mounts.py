@@ -47,7 +47,7 @@ PIP_VOLUME_PREFIX = "agentbench-pip-"
 LOADER_ROOT = "/agentbench-load"
 ENV_MAX_BYTES = 20 << 30  # what /env may ship or bring back (the workspace: its disk limit)
 PULL_CHUNK = 1 << 20
-KEEP_ONLY_PHASE = "agent"  # its copy-back only serves the kept workspace (trial_config.sync_back)
+KEEP_ONLY_PHASE = "agent"  # its copy-back only serves the kept workspace (attempt_config.sync_back)
 
 def pip_volume_name(host_dir: Path) -> str:
     """The engine's pip-cache volume for a task's host cache directory (same key, each engine)."""

@@ -247,7 +247,7 @@ def test_the_recorded_patch_applies_without_the_workspaces_conversions(
     sandbox_kind: Kind, tmp_path: Path  # noqa: F811
 ) -> None:
     """A repository whose .gitattributes say `eol=crlf`: the agent's LF file must be scored as
-    LF. gitops.apply_command applies byte for byte; plain `git apply` (core/trial.py's command
+    LF. gitops.apply_command applies byte for byte; plain `git apply` (core/pipeline.py's command
     on 4a9ba26) rewrites it as CRLF."""
     from pytest_agentbench.core.gitops import APPLY_PATCH
 

@@ -26,9 +26,9 @@ import pytest
 import yaml
 
 from pytest_agentbench.agents.port import AgentContext, AgentOutcome
+from pytest_agentbench.core.attempt_config import AttemptConfig
 from pytest_agentbench.core.envcache import EnvCache
-from pytest_agentbench.core.trial import Trial
-from pytest_agentbench.core.trial_config import TrialConfig
+from pytest_agentbench.core.pipeline import AttemptPipeline
 from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.run.hostenv import owner_uid
 from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
@@ -77,15 +77,16 @@ def write_task(pack: Pack, task_id: str, setup: dict[str, Any],
 def attempt(tmp_path: Path, task_file: Path, factory: Any, agent: Any, index: int,
             uid: int | None = None) -> dict[str, Any]:
     run_dir = tmp_path / f"run{index}"
-    cfg = TrialConfig(
+    cfg = AttemptConfig(
         run_id=f"poison{index}", run_dir=run_dir, work_root=tmp_path / "work", variant="v",
         variant_config_hash="h", image=DEFAULT_IMAGE if uid is not None else "local",
         harness_version="test", attempt_index=0, attempt_label="attempt1",
         events_path=run_dir / "events.jsonl", owner_uid=uid,
         env_cache=EnvCache(tmp_path / "env-cache"),
     )
-    trial = Trial(load_task(task_file), cfg, factory, MirrorCache(tmp_path / "git"), agent)
-    return trial.run().to_json_dict()
+    pipeline = AttemptPipeline(load_task(task_file), cfg, factory, MirrorCache(tmp_path / "git"),
+                               agent)
+    return pipeline.run().to_json_dict()
 
 
 def entries(tmp_path: Path) -> list[Path]:

@@ -159,7 +159,7 @@ def _leaks(run_dir: Path, junit: Path) -> list[str]:
 
 
 def _is_command_echo(leak: str) -> bool:
-    """A `$ <command>` header line of logs/setup_*.txt (written by core/trial.py)."""
+    """A `$ <command>` header line of logs/setup_*.txt (written by core/pipeline.py)."""
     where, _, rest = leak.partition(": ")
     return "/logs/" in where and rest.split(": ", 1)[1].startswith("$ ")
 

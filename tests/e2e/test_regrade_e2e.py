@@ -8,7 +8,7 @@ they pass under PYTHONHASHSEED=0 (the grading's) and fail under 1, 2 and 3 (the 
   the pass rate) and passes stable-verifier with its 3 regrade runs recorded; the same run
   without the option passes both and records no regrade;
 - an attempt whose pre-agent copy is a view of an environment-cache entry regrades from that
-  entry (in Docker through the plugin, and on the local sandbox through the trial itself);
+  entry (in Docker through the plugin, and on the local sandbox through the pipeline itself);
 - on the local sandbox, a failing grading that the regrades confirm keeps its reason, and
   regrade 0 runs nothing.
 
@@ -233,12 +233,12 @@ class EditsTestsAgent:
 
 def local_attempt(tmp_path: Path, task_id: str, index: int, agent_name: str,
                   regrade: int, setup: list[str] | None = None) -> dict[str, Any]:
-    """One attempt through the trial on the local sandbox, from a copy of the suite (a setup
+    """One attempt through the pipeline on the local sandbox, from a copy of the suite (a setup
     command added when given); attempts of one tmp_path share an environment cache."""
     from pytest_agentbench.agents.builtin import NopAgent, OracleAgent
+    from pytest_agentbench.core.attempt_config import AttemptConfig
     from pytest_agentbench.core.envcache import EnvCache
-    from pytest_agentbench.core.trial import Trial
-    from pytest_agentbench.core.trial_config import TrialConfig
+    from pytest_agentbench.core.pipeline import AttemptPipeline
     from pytest_agentbench.repos.mirror import MirrorCache
     from pytest_agentbench.sandbox.local import LocalSandboxFactory
     from pytest_agentbench.tasks.loader import load_task
@@ -246,7 +246,7 @@ def local_attempt(tmp_path: Path, task_id: str, index: int, agent_name: str,
     packs = copy_suite(tmp_path, {task_id: setup} if setup else {})
     task = load_task(packs / SUITE / task_id / "task.yaml")
     run_dir = tmp_path / "run"
-    cfg = TrialConfig(
+    cfg = AttemptConfig(
         run_id="regrade", run_dir=run_dir, work_root=tmp_path / "work", variant="v",
         variant_config_hash="h", image="local", harness_version="test", attempt_index=index,
         attempt_label=f"{task_id}-{index}", events_path=run_dir / "events.jsonl",
@@ -255,7 +255,8 @@ def local_attempt(tmp_path: Path, task_id: str, index: int, agent_name: str,
     agents = {"oracle": OracleAgent, "nop": NopAgent, "flaky-fix": FlakyFixAgent,
               "test-editor": EditsTestsAgent}
     agent = agents[agent_name]()
-    record = Trial(task, cfg, LocalSandboxFactory(), MirrorCache(tmp_path / "git"), agent).run()
+    record = AttemptPipeline(task, cfg, LocalSandboxFactory(), MirrorCache(tmp_path / "git"),
+                             agent).run()
     return record.to_json_dict()
 
 

@@ -1,6 +1,6 @@
 """The oracle+nop validation (run/validation.py) of the doctor's hello task in the local
 sandbox: the whole path that `agentbench doctor` and `validate-tasks --run` share (attempt
-factory, Trial, oracle and nop, the acceptance rules) without Docker."""
+factory, AttemptPipeline, oracle and nop, the acceptance rules) without Docker."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The bench of the adversarial diff tests (tests/adversarial/test_diff_*, issue 8 item 0).
 
-A `Bench` is what a trial has at the agent phase: a git checkout at a pinned commit (owned by the
+A `Bench` is what an attempt has at the agent phase: a git checkout at a pinned commit (owned by the
 sandbox user, index refreshed, as the mirror checkout leaves it), a pre-agent copy of it, a real
 sandbox (local or Docker) and the RecordingToolbox the agent holds. `tree_state` reads a tree on
 the host, file by file (bytes and the executable bit; a symlink's target), for a content-level
@@ -116,7 +116,7 @@ class Bench:
 
     def scored_copy(self, name: str = "scored") -> Path:
         """The final diff applied to a fresh pre-agent copy, in a sandbox of its own, the way
-        scoring does (core/trial.py `_score`)."""
+        scoring does (core/pipeline.py `_score`)."""
         files, _lines, patch = self.toolbox.final_diff()
         target = self.root / name
         copy_tree(self.pristine, target)
@@ -141,7 +141,7 @@ class Bench:
 
 def apply_patch_command() -> str:
     """gitops.apply_command (applies with no attribute conversion), or on a tree that has no
-    such thing the command core/trial.py used there."""
+    such thing the command core/pipeline.py used there."""
     import pytest_agentbench.core.gitops as gitops
 
     make = getattr(gitops, "apply_command", None)

@@ -1,4 +1,4 @@
-"""One scripted attempt through pytest and the Docker sandbox, for the adversarial trial tests.
+"""One scripted attempt through pytest and the Docker sandbox, for the adversarial attempt tests.
 
 `run_agent` runs the `scripted` agent (a list of tool calls) on fix-mean-off-by-one of a copy of
 the bundled taskpacks, with task `environment` overrides and extra pytest options, and returns its

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.agents.builtin import NopAgent
-from pytest_agentbench.core.trial_config import sandbox_spec
+from pytest_agentbench.core.attempt_config import sandbox_spec
 from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.run.factory import (
     AttemptFactory,

@@ -49,4 +49,4 @@ def test_no_plugin_option_help_refers_to_them_either() -> None:
 
 
 def test_the_pattern_catches_what_it_is_for() -> None:
-    assert internal_references("replay (spec improvement 6) see core/trial.py, issue 22 item 3")
+    assert internal_references("replay (spec improvement 6) see core/pipeline.py, issue 22 item 3")

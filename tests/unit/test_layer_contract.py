@@ -48,7 +48,7 @@ def test_the_package_keeps_its_layers(package_copy: Path) -> None:
 
 def test_an_upward_import_breaks_the_contract(package_copy: Path) -> None:
     add_import(package_copy / "pytest_agentbench/paths/globs.py",
-               "import pytest_agentbench.core.trial  # noqa")
+               "import pytest_agentbench.core.pipeline  # noqa")
     done = lint(package_copy)
     assert done.returncode == 1
     assert "pytest_agentbench.paths is not allowed to import pytest_agentbench.core" in done.stdout

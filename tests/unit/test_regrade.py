@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.core.attempt import Attempt
+from pytest_agentbench.core.attempt_config import AttemptConfig
 from pytest_agentbench.core.gitops import APPLY_PATCH
 from pytest_agentbench.core.regrade import (
     FLAKY_FIX,
@@ -22,7 +23,6 @@ from pytest_agentbench.core.regrade import (
     run_record,
     same_patch,
 )
-from pytest_agentbench.core.trial_config import TrialConfig
 from pytest_agentbench.run.settings import build_settings
 from pytest_agentbench.run.state import config_hash, run_config
 from pytest_agentbench.run.verdict import Tally, category
@@ -198,7 +198,7 @@ def attempt(tmp_path: Path, regrades: int, oracle: bool = True) -> Attempt:
         task_dir = packs / "custom-verifier" / "stable-verifier"
         (task_dir / "oracle.patch").unlink()
     run_dir = tmp_path / "run"
-    cfg = TrialConfig(
+    cfg = AttemptConfig(
         run_id="r", run_dir=run_dir, work_root=tmp_path / "work", variant="v",
         variant_config_hash="h", image="local", harness_version="test",
         events_path=run_dir / "events.jsonl", regrade=regrades,

@@ -3,7 +3,7 @@ polish: a 120-character cut turned "failing_command" into "failing_comm")."""
 
 from __future__ import annotations
 
-from pytest_agentbench.cli.replay_trial import _describe, clip_words
+from pytest_agentbench.cli.replay_attempt import _describe, clip_words
 
 REASON = ("failing_command output does not match expected_failure_regex 'ZeroDivisionError' "
           "after the agent's change to minilib/mathx.py; the tests that failed: "

@@ -114,8 +114,8 @@ def test_gate_pairs_runs_where_a_task_was_invalid_in_one(tmp_path: Path) -> None
 
 
 def test_the_plugins_own_record_pairs_and_counts(tmp_path: Path) -> None:
-    """The record as core.trial_record writes it (spec-default limits, no image, no commit)."""
-    from pytest_agentbench.core.trial_record import invalid_task_record
+    """The record as core.attempt_record writes it (spec-default limits, no image, no commit)."""
+    from pytest_agentbench.core.attempt_record import invalid_task_record
 
     real = invalid_task_record(run_id="run-b", session_token="tok", task_id="fixed", suite="s",
                                variant="b", variant_config_hash="h", worker="master",

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.core.trial_record import invalid_task_record
+from pytest_agentbench.core.attempt_record import invalid_task_record
 from pytest_agentbench.reporting.load import load_run
 from pytest_agentbench.run.verdict import category
 from pytest_agentbench.schemas.taxonomy import Reason

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_agentbench.agents.port import AgentOutcome
-from pytest_agentbench.core.trial_config import TrialConfig, attempt_id
+from pytest_agentbench.core.attempt_config import AttemptConfig, attempt_id
 from pytest_agentbench.schemas.events import utc_now
 from pytest_agentbench.schemas.records import (
     AgentStats,
@@ -40,7 +40,7 @@ class AttemptFindings:
 
 
 def build_record(
-    cfg: TrialConfig,
+    cfg: AttemptConfig,
     spec: TaskSpec,
     attempt: str,
     findings: AttemptFindings,

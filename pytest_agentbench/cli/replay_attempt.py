@@ -1,5 +1,5 @@
 """The work of `agentbench replay` (what the command does: cli/replay.py's docstring, which
-registers it and imports this only when it runs: it pulls in the agents, the trial and
+registers it and imports this only when it runs: it pulls in the agents, the attempt and
 pydantic)."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pytest_agentbench.tasks.loader import TASK_FILE, LoadedTask, TaskSpecError,
 
 AGENT_VERDICTS = frozenset({Reason.AGENT_GAVE_UP, Reason.AGENT_STUCK, Reason.AGENT_NO_PROGRESS,
                             Reason.TOOL_ERROR, Reason.TIMEOUT})
-TRIAL_VERDICTS = {(Reason.TOOL_ERROR, "EDIT_NOT_ALLOWED"), (Reason.TIMEOUT,
+ATTEMPT_VERDICTS = {(Reason.TOOL_ERROR, "EDIT_NOT_ALLOWED"), (Reason.TIMEOUT,
                                                              "PASSING_COMMAND_TIMEOUT")}
 
 
@@ -50,7 +50,7 @@ def replay(args: argparse.Namespace) -> int:
     print(f"replaying {args.task} (attempt {record.get('attempt_index', 0) + 1} of run "
           f"{record.get('run_id')}): {n_calls} tool call(s) in a fresh {args.sandbox} sandbox")
     print(f"  task directory: {task.task_dir}")
-    new = _run_trial(task, record, script, out, args)
+    new = _run_attempt(task, record, script, out, args)
     old_result, new_result = record.get("result", {}), new["result"]
     reproduced = (bool(old_result.get("passed")) == bool(new_result.get("passed"))
                   and old_result.get("failure_reason") == new_result.get("failure_reason"))
@@ -124,7 +124,7 @@ class _ReplayAgent:
         self.inner = ScriptedAgent(script=str(script))
         result = record.get("result") or {}
         reason, sub = result.get("failure_reason"), result.get("sub_reason")
-        keep = (reason in AGENT_VERDICTS and (reason, sub) not in TRIAL_VERDICTS
+        keep = (reason in AGENT_VERDICTS and (reason, sub) not in ATTEMPT_VERDICTS
                 and (reason != Reason.TIMEOUT or sub == "TASK_BUDGET"))
         self.verdict = (Reason(str(reason)), sub) if keep else None
 
@@ -136,11 +136,11 @@ class _ReplayAgent:
         return outcome
 
 
-def _run_trial(task: LoadedTask, record: dict[str, Any], script: Path, out: Path,
+def _run_attempt(task: LoadedTask, record: dict[str, Any], script: Path, out: Path,
                args: argparse.Namespace) -> dict[str, Any]:
     from pytest_agentbench.repos.mirror import MirrorCache
     from pytest_agentbench.run.factory import AttemptFactory, SharedAttemptConfig, sandbox_factory
-    from pytest_agentbench.run.hostenv import WorkRootError, trial_defaults, work_root
+    from pytest_agentbench.run.hostenv import WorkRootError, attempt_defaults, work_root
 
     image = _image(args, record)
     run_id = f"replay-{out.name}"
@@ -152,7 +152,7 @@ def _run_trial(task: LoadedTask, record: dict[str, Any], script: Path, out: Path
         run_id=run_id, run_dir=out, work_root=root, variant="replay",
         variant_config_hash=str(record.get("variant_config_hash", "")),
         image=image["name"], image_id=image["id"], image_digest=image["digest"],
-        worker="replay", events_path=out / "events.jsonl", **trial_defaults(args.sandbox))
+        worker="replay", events_path=out / "events.jsonl", **attempt_defaults(args.sandbox))
     sandboxes = sandbox_factory(args.sandbox)
     attempts = AttemptFactory(shared, sandboxes, MirrorCache(args.git_cache),
                               lambda: _ReplayAgent(script, record))

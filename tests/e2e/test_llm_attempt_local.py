@@ -1,4 +1,4 @@
-"""The llm_v0 agent through the real trial pipeline (local sandbox), then replayed without the
+"""The llm_v0 agent through the real attempt pipeline (local sandbox), then replayed without the
 model: a bundled custom-dev task solved by scripted replies from a fake OpenAI-compatible server
 on loopback. A whole task run (about half a minute), hence e2e; the loop itself is tested in
 tests/unit/test_llm_agent.py.
@@ -19,13 +19,13 @@ from tests.fakes.openai_server import FakeOpenAIServer, Reply, Step, json_in_con
 KEY = "sk-test-PLANTED0123456789abcdefXYZ"
 
 
-def test_solves_a_custom_dev_task_through_the_trial_and_replay_reproduces_it(
+def test_solves_a_custom_dev_task_through_the_pipeline_and_replay_reproduces_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from pytest_agentbench.cli.replay import run_replay
+    from pytest_agentbench.core.attempt_config import AttemptConfig
+    from pytest_agentbench.core.pipeline import AttemptPipeline
     from pytest_agentbench.core.rundir import append_jsonl
-    from pytest_agentbench.core.trial import Trial
-    from pytest_agentbench.core.trial_config import TrialConfig
     from pytest_agentbench.repos.mirror import MirrorCache
     from pytest_agentbench.sandbox.local import LocalSandboxFactory
     from pytest_agentbench.tasks.loader import load_task
@@ -45,14 +45,14 @@ def test_solves_a_custom_dev_task_through_the_trial_and_replay_reproduces_it(
     ]
     run_dir, redactor = tmp_path / "run", Redactor()
     with FakeOpenAIServer(steps) as srv:
-        cfg = TrialConfig(
+        cfg = AttemptConfig(
             run_id="run-1", run_dir=run_dir, work_root=tmp_path / "work", variant="baseline",
             variant_config_hash="h", image="local", harness_version="test",
             events_path=run_dir / "events.jsonl", redact=redactor.redact)
         variant = Variant("baseline", "llm_v0", model={
             "preset": "openrouter", "name": "some/model", "base_url": srv.base_url})
         agent = agent_builder(variant, redactor=redactor)()
-        record = Trial(task, cfg, LocalSandboxFactory(), MirrorCache(tmp_path / "git"),
+        record = AttemptPipeline(task, cfg, LocalSandboxFactory(), MirrorCache(tmp_path / "git"),
                        agent).run().to_json_dict()
     assert record["result"]["passed"], record["result"]
     assert record["agent"]["finished_by"] == "finish"

@@ -15,7 +15,7 @@ from pytest_agentbench.schemas.task import TaskSpec
 
 
 @dataclass
-class TrialConfig:
+class AttemptConfig:
     run_id: str
     run_dir: Path
     work_root: Path
@@ -57,7 +57,7 @@ def pip_cache_dir(root: Path, spec: TaskSpec) -> Path:
 
 
 def sandbox_spec(
-    cfg: TrialConfig, spec: TaskSpec, workspace: Path, network: bool, phase: str,
+    cfg: AttemptConfig, spec: TaskSpec, workspace: Path, network: bool, phase: str,
     env_dir: Path | None = None, *, repo_dir: str | None = None,
     extra_env: dict[str, str] | None = None, extra_mounts: tuple[ExtraMount, ...] = (),
 ) -> SandboxSpec:

@@ -18,11 +18,11 @@ import pytest_agentbench.core.before_agent as before_agent
 import pytest_agentbench.core.score_phase as score_phase
 from pytest_agentbench.agents.port import Agent
 from pytest_agentbench.core.attempt import Attempt, Failure
+from pytest_agentbench.core.attempt_config import AttemptConfig
+from pytest_agentbench.core.attempt_record import build_record
 from pytest_agentbench.core.keep import keep_workspace
 from pytest_agentbench.core.rundir import write_json
 from pytest_agentbench.core.scoring import sandbox_exit
-from pytest_agentbench.core.trial_config import TrialConfig
-from pytest_agentbench.core.trial_record import build_record
 from pytest_agentbench.paths.trees import remove_tree
 from pytest_agentbench.repos.gitcmd import RepoError
 from pytest_agentbench.sandbox.port import (
@@ -40,11 +40,11 @@ if TYPE_CHECKING:
     from pytest_agentbench.tasks.loader import LoadedTask
 
 
-class Trial:
+class AttemptPipeline:
     def __init__(
         self,
         task: LoadedTask,
-        cfg: TrialConfig,
+        cfg: AttemptConfig,
         sandboxes: SandboxFactory,
         mirrors: MirrorCache,
         agent: Agent,
@@ -172,4 +172,4 @@ class Trial:
             at.environment["workspace_cleanup"] = problems[:50]
 
 
-__all__ = ["Trial"]
+__all__ = ["AttemptPipeline"]
