@@ -30,7 +30,7 @@ from pathlib import Path
 import docker
 
 from pytest_agentbench.agents.builtin import OracleAgent
-from pytest_agentbench.core.attempt_config import AttemptConfig
+from pytest_agentbench.core.attempt_config import AttemptConfig, SharedAttemptConfig
 from pytest_agentbench.core.pipeline import AttemptPipeline
 from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.repos.sources import resolve_source
@@ -49,9 +49,19 @@ TARGETS = {"attempt harness/raw": 1.15, "run(true) toolbox/raw": 1.05}
 
 def harness_attempt(task, image, factory, mirrors, work: Path, n: int,
                     problems: list[str]) -> float:
-    cfg = AttemptConfig(run_id=f"bench-{n}", run_dir=work / "run", work_root=work / "ws",
-                      variant="oracle", variant_config_hash="bench", image=image.name,
-                      harness_version="bench", image_id=image.image_id, owner_uid=SANDBOX_UID)
+    cfg = AttemptConfig(
+        SharedAttemptConfig(
+            run_id=f"bench-{n}",
+            run_dir=work / "run",
+            work_root=work / "ws",
+            variant="oracle",
+            variant_config_hash="bench",
+            image=image.name,
+            harness_version="bench",
+            image_id=image.image_id,
+            owner_uid=SANDBOX_UID,
+        ),
+    )
     start = time.perf_counter()
     record = AttemptPipeline(task, cfg, factory, mirrors, OracleAgent()).run()
     elapsed = time.perf_counter() - start

@@ -12,8 +12,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from pytest_agentbench.core.attempt_config import SharedAttemptConfig
 from pytest_agentbench.repos.mirror import MirrorCache
-from pytest_agentbench.run.factory import SharedAttemptConfig
 from pytest_agentbench.run.validation import validate_task
 from pytest_agentbench.sandbox.port import SandboxFactory
 from pytest_agentbench.tasks.loader import load_task

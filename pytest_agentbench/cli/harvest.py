@@ -109,10 +109,11 @@ def _project_taskpacks() -> Path:
 
 def _bench(tmp: Path, source: str, gate_runs: int, exploits: bool,
            sandbox: str | None = None) -> tuple[Any, Any]:
+    from pytest_agentbench.core.attempt_config import SharedAttemptConfig
     from pytest_agentbench.harvest.gate import Gate
     from pytest_agentbench.harvest.runs import Bench
     from pytest_agentbench.repos.mirror import MirrorCache
-    from pytest_agentbench.run.factory import SharedAttemptConfig, sandbox_factory
+    from pytest_agentbench.run.factory import sandbox_factory
     from pytest_agentbench.run.hostenv import attempt_defaults
     from pytest_agentbench.sandbox.image import ensure_image
 

@@ -138,8 +138,12 @@ class _ReplayAgent:
 
 def _run_attempt(task: LoadedTask, record: dict[str, Any], script: Path, out: Path,
                args: argparse.Namespace) -> dict[str, Any]:
+    from pytest_agentbench.core.attempt_config import SharedAttemptConfig
     from pytest_agentbench.repos.mirror import MirrorCache
-    from pytest_agentbench.run.factory import AttemptFactory, SharedAttemptConfig, sandbox_factory
+    from pytest_agentbench.run.factory import (
+        AttemptFactory,
+        sandbox_factory,
+    )
     from pytest_agentbench.run.hostenv import WorkRootError, attempt_defaults, work_root
 
     image = _image(args, record)

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 INFRA_ERROR = 10  # as a run's exit status: nothing could be checked, no task was judged
 
 if TYPE_CHECKING:
+    from pytest_agentbench.core.attempt_config import SharedAttemptConfig
     from pytest_agentbench.repos.mirror import MirrorCache
-    from pytest_agentbench.run.factory import SharedAttemptConfig
     from pytest_agentbench.sandbox.port import SandboxFactory
 
 
@@ -199,8 +199,9 @@ def _throwaway_run(
     root: Path, kind: str = "docker"
 ) -> tuple[SharedAttemptConfig, SandboxFactory, MirrorCache]:
     """Docker sandboxes with the current runner image (or local ones), attempts under `root`."""
+    from pytest_agentbench.core.attempt_config import SharedAttemptConfig
     from pytest_agentbench.repos.mirror import MirrorCache
-    from pytest_agentbench.run.factory import SharedAttemptConfig, sandbox_factory
+    from pytest_agentbench.run.factory import sandbox_factory
     from pytest_agentbench.run.hostenv import attempt_defaults
     from pytest_agentbench.sandbox.image import ensure_image
 

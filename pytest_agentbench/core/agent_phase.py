@@ -67,7 +67,7 @@ def run_agent(at: Attempt, sandbox: Sandbox, agent: Agent) -> RecordingToolbox:
         failing_command=spec.validation.failing_command,
         deadline=deadline,
         max_steps=spec.agent.max_steps,
-        params=at.cfg.agent_params,
+        params=dict(at.cfg.shared.agent_params),
         artifacts_dir=at.paths.root / "agent",
         gateway_dir=at.gateway_dir,
         programs=SandboxPrograms(at, sandbox) if at.gateway_dir is not None else None,

@@ -59,15 +59,16 @@ class Attempt:
             self.gateway_dir = Path(tempfile.mkdtemp(prefix="agentbench-gw-"))
             self.gateway_dir.chmod(0o755)
         self.attempt_id = attempt_id(
-            cfg.run_id, self.spec.id, cfg.variant, cfg.attempt_index, cfg.session
+            cfg.shared.run_id, self.spec.id, cfg.shared.variant, cfg.attempt_index,
+            cfg.shared.session,
         )
-        self.paths = AttemptPaths(cfg.run_dir, self.spec.id, cfg.attempt_label)
+        self.paths = AttemptPaths(cfg.shared.run_dir, self.spec.id, cfg.attempt_label)
         self.events = EventSink(
-            cfg.events_path, cfg.run_id, self.spec.id, self.attempt_id, cfg.redact_obj
+            cfg.shared.events_path, cfg.shared.run_id, self.spec.id, self.attempt_id, cfg.redact_obj
         )
         self.found = AttemptFindings(commit=self.spec.repo.commit)
         self.environment: dict[str, Any] = {}  # meta/environment.json
-        self.workspace = cfg.work_root / self.attempt_id.replace(":", "_")
+        self.workspace = cfg.shared.work_root / self.attempt_id.replace(":", "_")
         self.env_dir = self.workspace / "env"
         self.open_sandboxes: list[Sandbox] = []
         self.disk_modes: dict[str, str] = {}  # workspace dir -> "filesystem" | "watched" | "none"

@@ -1,9 +1,10 @@
-"""What one attempt runs with: ids, paths, image, caches, redaction, agent parameters."""
+"""What one attempt runs with: the run's shared part (ids, paths, image, caches, agent
+parameters) and the attempt's own (its index, workspace keeping, quarantine, redaction)."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,36 +13,50 @@ from pytest_agentbench.core.envcache import EnvCache
 from pytest_agentbench.core.events import EventListener
 from pytest_agentbench.sandbox.port import ExtraMount, SandboxSpec
 from pytest_agentbench.schemas.task import TaskSpec
+from pytest_agentbench.text.redaction import Redactor
+from pytest_agentbench.version import harness_version
 
 
-@dataclass
-class AttemptConfig:
+@dataclass(frozen=True)
+class SharedAttemptConfig:
+    """What every attempt of one run (one worker, one variant) has in common: made once per run
+    by its entry point (the plugin, validate-tasks, harvest, replay, doctor), never copied."""
+
     run_id: str
     run_dir: Path
-    work_root: Path
-    variant: str
+    work_root: Path  # per-attempt checkouts live under it while they run
+    variant: str  # the variant's name, part of every attempt id
     variant_config_hash: str
-    image: str
-    harness_version: str
-    attempt_index: int = 0
-    attempt_label: str | None = None
-    worker: str = "master"
+    image: str = "local"  # the runner image's name ("local" for the local sandbox)
     image_id: str | None = None
     image_digest: str | None = None
-    full_logs: bool = False
-    keep_workspace: bool = False
-    ca_bundle: Path | None = None
-    pip_cache: Path | None = None
-    owner_uid: int | None = None
-    events_path: Path | None = None
-    redact: Callable[[str], str] = field(default=lambda text: text)
-    redact_obj: Callable[[Any], Any] = field(default=lambda obj: obj)
-    agent_params: dict[str, Any] = field(default_factory=dict)
-    quarantined: str | None = None
     session: str = ""  # the pytest session's token: a resumed attempt gets a new attempt id
+    worker: str = "master"
+    events_path: Path | None = None  # where the attempts' events go; None: nowhere
+    full_logs: bool = False
+    keep_workspace: bool = False  # keep every workspace (a task may ask for its own, too)
+    ca_bundle: Path | None = None  # mounted into networked setup sandboxes
+    pip_cache: Path | None = None  # root of the per-task pip caches
     env_cache: EnvCache | None = None  # post-setup snapshots; None: always run setup
+    owner_uid: int | None = None  # who gets the workspace (the sandbox user under a root harness)
+    redactor: Redactor | None = None  # None: each attempt gets Redactor.for_task(its spec)
+    agent_params: Mapping[str, Any] = field(default_factory=dict)
+    harness_version: str = field(default_factory=harness_version)
     event_listener: EventListener | None = None  # sees each event as written (live progress)
     regrade: int = 0  # re-runs of the passing command on the final state (core/regrade.py)
+
+
+@dataclass(frozen=True)
+class AttemptConfig:
+    """One attempt's configuration: the run's shared part, and what is the attempt's own."""
+
+    shared: SharedAttemptConfig
+    attempt_index: int = 0
+    attempt_label: str | None = None  # its directory under tasks/<id>/ when a task has several
+    keep_workspace: bool = False  # the run's choice or the task's
+    quarantined: str | None = None
+    redact: Callable[[str], str] = field(default=lambda text: text)
+    redact_obj: Callable[[Any], Any] = field(default=lambda obj: obj)
 
 
 def attempt_id(run_id: str, task_id: str, variant: str, index: int, session: str = "") -> str:
@@ -72,7 +87,7 @@ def sandbox_spec(
         # a task may name its own local image; else the runner image by the id resolved when
         # the run began: its tag is shared by every checkout of the harness on this engine, and
         # another version's `image build` re-points it (a run saw PIP_USER come back mid-run)
-        image=env.docker_image or cfg.image_id or cfg.image,
+        image=env.docker_image or cfg.shared.image_id or cfg.shared.image,
         workspace=workspace / (repo_dir or ("pristine" if phase == "score" else "repo")),
         env_dir=env_dir or workspace / "env",  # an env-cache entry's, read-only
         env_read_only=not setup,
@@ -90,16 +105,17 @@ def sandbox_spec(
         + (len(spec.setup.capture) + spec.validation.baseline_runs + 1) * env.tool_timeout_sec
         + 300,
         labels={
-            "agentbench.run_id": cfg.run_id,
+            "agentbench.run_id": cfg.shared.run_id,
             "agentbench.task_id": spec.id,
-            "agentbench.worker": cfg.worker,
+            "agentbench.worker": cfg.shared.worker,
             "agentbench.attempt": str(cfg.attempt_index),
             "agentbench.phase": phase,
         },
-        ca_bundle=cfg.ca_bundle if network and setup else None,
-        pip_cache=pip_cache_dir(cfg.pip_cache, spec) if setup and cfg.pip_cache else None,
+        ca_bundle=cfg.shared.ca_bundle if network and setup else None,
+        pip_cache=(pip_cache_dir(cfg.shared.pip_cache, spec)
+                   if setup and cfg.shared.pip_cache else None),
         env=dict(extra_env or {}),
-        full_logs=cfg.full_logs,
+        full_logs=cfg.shared.full_logs,
         disk_limit_mb=getattr(env, "disk_limit_mb", 2048),
         # what the host reads after the sandbox closes: setup's results (the pristine copy,
         # the env cache, the next sandbox), the agent's workspace only when it is kept

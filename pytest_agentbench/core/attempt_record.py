@@ -54,17 +54,17 @@ def build_record(
     folder relative to the run directory."""
     outcome = findings.outcome
     return AttemptRecord(
-        run_id=cfg.run_id,
+        run_id=cfg.shared.run_id,
         attempt_id=attempt,
         task_id=spec.id,
         suite=spec.suite,
-        variant=cfg.variant,
-        variant_config_hash=cfg.variant_config_hash,
+        variant=cfg.shared.variant,
+        variant_config_hash=cfg.shared.variant_config_hash,
         attempt_index=cfg.attempt_index,
         task_spec_version=spec.task_spec_version,
         task_commit=findings.commit,
-        harness_version=cfg.harness_version,
-        worker=cfg.worker,
+        harness_version=cfg.shared.harness_version,
+        worker=cfg.shared.worker,
         quarantined=cfg.quarantined,
         model=outcome.model if outcome else None,
         usage=outcome.usage if outcome else None,
@@ -76,7 +76,8 @@ def build_record(
         agent=findings.agent,
         result=result,
         limits=limits_of(spec, agent_time_limit_sec=findings.agent_time_limit_sec),
-        image=ImageInfo(name=cfg.image, id=cfg.image_id, digest=cfg.image_digest),
+        image=ImageInfo(name=cfg.shared.image, id=cfg.shared.image_id,
+                        digest=cfg.shared.image_digest),
         artifact_paths={
             "task_dir": artifacts_dir,
             "failing_stdout": "logs/failing_stdout.txt",

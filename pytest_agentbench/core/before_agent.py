@@ -39,23 +39,23 @@ def prepare(at: Attempt, mirrors: MirrorCache) -> None:
     at.workspace.mkdir(parents=True, exist_ok=True)
     at.found.commit = mirrors.resolve(source, spec.repo.commit)
     at.environment["harness"] = {
-        "version": cfg.harness_version,
-        "image": cfg.image,
-        "image_id": cfg.image_id,
-        "image_digest": cfg.image_digest,
-        "ca_bundle": str(cfg.ca_bundle) if cfg.ca_bundle else None,
-        "pip_cache": str(cfg.pip_cache) if cfg.pip_cache else None,
+        "version": cfg.shared.harness_version,
+        "image": cfg.shared.image,
+        "image_id": cfg.shared.image_id,
+        "image_digest": cfg.shared.image_digest,
+        "ca_bundle": str(cfg.shared.ca_bundle) if cfg.shared.ca_bundle else None,
+        "pip_cache": str(cfg.shared.pip_cache) if cfg.shared.pip_cache else None,
         "network_policy": spec.environment.network_policy,
     }
     if _find_cached_environment(at):
         return
     at.provision("repo")
     checkout = mirrors.checkout(
-        source, at.found.commit, at.workspace / "repo", owner_uid=cfg.owner_uid
+        source, at.found.commit, at.workspace / "repo", owner_uid=cfg.shared.owner_uid
     )
     at.env_dir.mkdir(exist_ok=True)
-    if cfg.owner_uid is not None:
-        os.chown(at.env_dir, cfg.owner_uid, cfg.owner_uid)
+    if cfg.shared.owner_uid is not None:
+        os.chown(at.env_dir, cfg.shared.owner_uid, cfg.shared.owner_uid)
     at.environment["repo"] = {
         "commit": checkout.commit,
         "fetched": checkout.fetched,
@@ -66,7 +66,7 @@ def prepare(at: Attempt, mirrors: MirrorCache) -> None:
 def _find_cached_environment(at: Attempt) -> bool:
     """Use the env-cache entry of this attempt's key (waiting while another worker builds it),
     or keep the right to build it (`at.cache_claim`). True when the workspace is its view."""
-    cache = at.cfg.env_cache
+    cache = at.cfg.shared.env_cache
     if cache is None or not at.spec.setup.commands:
         return False
     at.cache_key = _env_cache_key(at)
@@ -208,11 +208,11 @@ def _env_cache_key(at: Attempt) -> str:
     key = cache_key(
         spec,
         commit=at.found.commit,
-        image=spec.environment.docker_image or cfg.image_id or cfg.image,
+        image=spec.environment.docker_image or cfg.shared.image_id or cfg.shared.image,
         engine=type(at.sandboxes).__name__,
-        pip_cache=pip_cache_dir(cfg.pip_cache, spec).name if cfg.pip_cache else None,
+        pip_cache=pip_cache_dir(cfg.shared.pip_cache, spec).name if cfg.shared.pip_cache else None,
     )
-    cache = at.cfg.env_cache
+    cache = at.cfg.shared.env_cache
     at.environment["env_cache"] = {"key": key, "root": str(cache.root) if cache else None}
     return key
 
@@ -221,7 +221,7 @@ def _save_env_snapshot(at: Attempt, setup_sec: float) -> str:
     """Publish what this clean setup left (the workspace with its ignored files, and /env)
     under the attempt's key; from now on this attempt uses the entry too (its pristine copy).
     Returns the `setup.env_cache` verdict."""
-    cache, claim, key = at.cfg.env_cache, at.cache_claim, at.cache_key
+    cache, claim, key = at.cfg.shared.env_cache, at.cache_claim, at.cache_key
     assert cache is not None and key is not None
     info = at.environment["env_cache"]
     if claim is None or not claim.building:

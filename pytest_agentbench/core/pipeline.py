@@ -55,7 +55,7 @@ class AttemptPipeline:
     def run(self) -> AttemptRecord:
         at = self.at
         started_at, start = utc_now(), time.monotonic()
-        at.events.emit(TaskStarted(variant=self.cfg.variant, worker=self.cfg.worker))
+        at.events.emit(TaskStarted(variant=self.cfg.shared.variant, worker=self.cfg.shared.worker))
         frozen = self.cfg.redact(at.task.raw_text)
         at.paths.root.joinpath("task.yaml").write_text(frozen, "utf-8")
         try:

@@ -216,14 +216,14 @@ Run = Callable[[int, str, str], tuple[ExecResult, Result, float]]
 
 
 def regrade(at: Attempt, base: Path, patch: str, graded: Result, once: GradeOnce) -> Result:
-    """Run the `at.cfg.regrade` regrades, one after the other, then the reference's when they
+    """Run the `at.cfg.shared.regrade` regrades, one after the other, then the reference's when they
     disagree with the grading, and decide (module doc). `base` stays: `drop_base` is the
     caller's."""
 
     def run(index: int, applied: str, name: str) -> tuple[ExecResult, Result, float]:
         return _one(at, base, applied, index, once, name)
 
-    return regrade_runs(at.cfg.regrade, patch, graded, run, lambda: reference_patch(at),
+    return regrade_runs(at.cfg.shared.regrade, patch, graded, run, lambda: reference_patch(at),
                         at.environment)
 
 

@@ -54,7 +54,7 @@ def score(at: Attempt, agent_sandbox: Sandbox, toolbox: RecordingToolbox) -> Res
         patch_file.write_text(patch, "utf-8")
     # what the regrades start from, copied now (scoring's sandbox changes the pre-agent copy)
     # only for an attempt the rules do not already decide, and removed again on every path
-    regraded = at.cfg.regrade > 0 and violation is None
+    regraded = at.cfg.shared.regrade > 0 and violation is None
     base = regrade_mod.keep_base(at) if regraded else None
     try:
         result = _grade(at, outcome, violation, patch, base)

@@ -10,8 +10,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.core.attempt_config import SharedAttemptConfig
 from pytest_agentbench.repos.mirror import MirrorCache
-from pytest_agentbench.run.factory import SharedAttemptConfig
 from pytest_agentbench.run.validation import validate_task
 from pytest_agentbench.sandbox.port import SandboxFactory
 from pytest_agentbench.tasks.loader import TaskSpecError, load_task

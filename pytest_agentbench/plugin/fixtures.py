@@ -20,9 +20,9 @@ from pytest_agentbench.run.hostenv import owner_uid, pip_cache_dir, work_root
 
 if TYPE_CHECKING:
     from pytest_agentbench.agents.port import Agent
+    from pytest_agentbench.core.attempt_config import SharedAttemptConfig
     from pytest_agentbench.core.events import EventListener
     from pytest_agentbench.repos.mirror import MirrorCache
-    from pytest_agentbench.run.factory import SharedAttemptConfig
     from pytest_agentbench.sandbox.port import SandboxFactory
 
 
@@ -136,7 +136,8 @@ def _shared_attempt_config(
     run: AgentbenchPlugin, worker: str, listener: EventListener | None = None
 ) -> SharedAttemptConfig:
     """What every attempt of this worker shares, from the run's settings, state and image."""
-    from pytest_agentbench.run.factory import SharedAttemptConfig, worker_events_path
+    from pytest_agentbench.core.attempt_config import SharedAttemptConfig
+    from pytest_agentbench.run.factory import worker_events_path
 
     settings, state, image = run.settings, run.state, run.image
     assert state is not None and image is not None

@@ -31,9 +31,10 @@ import pytest_agentbench.core.score_phase as score_phase
 from pytest_agentbench.agents.builtin import OracleAgent
 from pytest_agentbench.agents.port import AgentOutcome
 from pytest_agentbench.core.attempt import Attempt, Failure
+from pytest_agentbench.core.attempt_config import SharedAttemptConfig
 from pytest_agentbench.core.pipeline import AttemptPipeline
 from pytest_agentbench.repos.mirror import MirrorCache
-from pytest_agentbench.run.factory import AttemptFactory, SharedAttemptConfig
+from pytest_agentbench.run.factory import AttemptFactory
 from pytest_agentbench.run.mutations import Mutant, MutationError, mutants
 from pytest_agentbench.sandbox.port import ExecResult, Sandbox, SandboxError, SandboxFactory
 from pytest_agentbench.schemas.records import Result

@@ -22,15 +22,12 @@ task of the run), else with `Redactor.for_task(task.spec)`; either way the task'
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.agents.port import Agent
-from pytest_agentbench.core.attempt_config import AttemptConfig
-from pytest_agentbench.core.envcache import EnvCache
-from pytest_agentbench.core.events import EventListener
+from pytest_agentbench.core.attempt_config import AttemptConfig, SharedAttemptConfig
 from pytest_agentbench.core.pipeline import AttemptPipeline
 from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.run.engine_pool import EnginePool
@@ -38,35 +35,6 @@ from pytest_agentbench.run.infra_retry import run_with_retries
 from pytest_agentbench.sandbox.port import SandboxFactory
 from pytest_agentbench.tasks.loader import LoadedTask
 from pytest_agentbench.text.redaction import Redactor
-from pytest_agentbench.version import harness_version
-
-
-@dataclass(frozen=True)
-class SharedAttemptConfig:
-    """What every attempt of one run (one worker, one variant) has in common."""
-
-    run_id: str
-    run_dir: Path
-    work_root: Path  # per-attempt checkouts live under it while they run
-    variant: str  # the variant's name, part of every attempt id
-    variant_config_hash: str
-    image: str = "local"  # the runner image's name ("local" for the local sandbox)
-    image_id: str | None = None
-    image_digest: str | None = None
-    session: str = ""  # the pytest session's token: a resumed attempt gets a new attempt id
-    worker: str = "master"
-    events_path: Path | None = None  # where the attempts' events go; None: nowhere
-    full_logs: bool = False
-    keep_workspace: bool = False  # keep every workspace (a task may ask for its own, too)
-    ca_bundle: Path | None = None  # mounted into networked setup sandboxes
-    pip_cache: Path | None = None  # root of the per-task pip caches
-    env_cache: EnvCache | None = None  # post-setup snapshots; None: always run setup
-    owner_uid: int | None = None  # who gets the workspace (the sandbox user under a root harness)
-    redactor: Redactor | None = None  # None: each attempt gets Redactor.for_task(its spec)
-    agent_params: Mapping[str, Any] = field(default_factory=dict)
-    harness_version: str = field(default_factory=harness_version)
-    event_listener: EventListener | None = None  # sees each event as written (live progress)
-    regrade: int = 0  # re-runs of the passing command on the final state (core/regrade.py)
 
 
 def worker_events_path(run_dir: Path, session: str, worker: str) -> Path:
@@ -129,16 +97,10 @@ class AttemptFactory:
         if keep_workspace is None:
             keep_workspace = s.keep_workspace or task.spec.artifacts.keep_workspace
         return AttemptConfig(
-            run_id=s.run_id, run_dir=s.run_dir, work_root=s.work_root, session=s.session,
-            variant=s.variant, variant_config_hash=s.variant_config_hash,
-            image=s.image, image_id=s.image_id, image_digest=s.image_digest,
-            harness_version=s.harness_version,
-            attempt_index=index, attempt_label=f"attempt-{index + 1}" if attempts > 1 else None,
-            worker=s.worker, full_logs=s.full_logs, keep_workspace=keep_workspace,
-            ca_bundle=s.ca_bundle, pip_cache=s.pip_cache, owner_uid=s.owner_uid,
-            events_path=s.events_path, redact=redactor.redact, redact_obj=redactor.redact_obj,
-            agent_params=dict(s.agent_params), quarantined=quarantined, env_cache=s.env_cache,
-            event_listener=s.event_listener, regrade=s.regrade,
+            s, attempt_index=index,
+            attempt_label=f"attempt-{index + 1}" if attempts > 1 else None,
+            keep_workspace=keep_workspace, quarantined=quarantined,
+            redact=redactor.redact, redact_obj=redactor.redact_obj,
         )
 
     def run(
@@ -156,9 +118,9 @@ class AttemptFactory:
 
         def run_try(sandboxes: SandboxFactory) -> dict[str, Any]:
             pipeline = AttemptPipeline(task, cfg, sandboxes, self.mirrors, self.make_agent())
-            pipeline.at.events.listener = cfg.event_listener  # before its first event
+            pipeline.at.events.listener = cfg.shared.event_listener  # before its first event
             return self.redactor(task).redact_record(pipeline.run().to_json_dict())
 
         if self.engines is None:
             return run_try(self.sandboxes)
-        return run_with_retries(self.engines, self.retry_infra, run_try, cfg.run_dir)
+        return run_with_retries(self.engines, self.retry_infra, run_try, cfg.shared.run_dir)

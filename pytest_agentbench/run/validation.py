@@ -31,6 +31,7 @@ from pytest_agentbench.agents.builtin import NopAgent, OracleAgent
 from pytest_agentbench.agents.exploit import ExploitAgent
 from pytest_agentbench.agents.exploit_tries import TRIES
 from pytest_agentbench.agents.port import Agent
+from pytest_agentbench.core.attempt_config import SharedAttemptConfig
 from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.run.adequacy import (
     DEFAULT_MAX_MUTANTS,
@@ -38,7 +39,7 @@ from pytest_agentbench.run.adequacy import (
     Adequacy,
     run_adequacy,
 )
-from pytest_agentbench.run.factory import AttemptFactory, SharedAttemptConfig
+from pytest_agentbench.run.factory import AttemptFactory
 from pytest_agentbench.sandbox.port import SandboxFactory
 from pytest_agentbench.schemas.taxonomy import Reason, blame
 from pytest_agentbench.tasks.loader import LoadedTask

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from pytest_agentbench.agents.port import AgentContext, AgentOutcome
-from pytest_agentbench.core.attempt_config import AttemptConfig
+from pytest_agentbench.core.attempt_config import AttemptConfig, SharedAttemptConfig
 from pytest_agentbench.core.envcache import EnvCache
 from pytest_agentbench.core.pipeline import AttemptPipeline
 from pytest_agentbench.repos.mirror import MirrorCache
@@ -59,10 +59,19 @@ def attempt(tmp_path: Path, index: int) -> tuple[dict[str, Any], SleepThenFix]:
     task = load_task(packs / "custom-dev" / TASK / "task.yaml")
     run_dir = tmp_path / "run"
     cfg = AttemptConfig(
-        run_id="clock", run_dir=run_dir, work_root=tmp_path / "work", variant="v",
-        variant_config_hash="h", image="local", harness_version="test", attempt_index=index,
-        attempt_label=f"attempt{index + 1}", events_path=run_dir / "events.jsonl",
-        env_cache=EnvCache(tmp_path / "env-cache"),
+        SharedAttemptConfig(
+            run_id="clock",
+            run_dir=run_dir,
+            work_root=tmp_path / "work",
+            variant="v",
+            variant_config_hash="h",
+            image="local",
+            harness_version="test",
+            events_path=run_dir / "events.jsonl",
+            env_cache=EnvCache(tmp_path / "env-cache"),
+        ),
+        attempt_index=index,
+        attempt_label=f"attempt{index + 1}",
     )
     agent = SleepThenFix()
     record = AttemptPipeline(task, cfg, LocalSandboxFactory(), MirrorCache(tmp_path / "git"),

@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from pytest_agentbench.agents.port import AgentContext, AgentOutcome
-from pytest_agentbench.core.attempt_config import AttemptConfig
+from pytest_agentbench.core.attempt_config import AttemptConfig, SharedAttemptConfig
 from pytest_agentbench.core.envcache import EnvCache
 from pytest_agentbench.core.pipeline import AttemptPipeline
 from pytest_agentbench.repos.mirror import MirrorCache
@@ -78,11 +78,20 @@ def attempt(tmp_path: Path, task_file: Path, factory: Any, agent: Any, index: in
             uid: int | None = None) -> dict[str, Any]:
     run_dir = tmp_path / f"run{index}"
     cfg = AttemptConfig(
-        run_id=f"poison{index}", run_dir=run_dir, work_root=tmp_path / "work", variant="v",
-        variant_config_hash="h", image=DEFAULT_IMAGE if uid is not None else "local",
-        harness_version="test", attempt_index=0, attempt_label="attempt1",
-        events_path=run_dir / "events.jsonl", owner_uid=uid,
-        env_cache=EnvCache(tmp_path / "env-cache"),
+        SharedAttemptConfig(
+            run_id=f"poison{index}",
+            run_dir=run_dir,
+            work_root=tmp_path / "work",
+            variant="v",
+            variant_config_hash="h",
+            image=DEFAULT_IMAGE if uid is not None else "local",
+            harness_version="test",
+            events_path=run_dir / "events.jsonl",
+            owner_uid=uid,
+            env_cache=EnvCache(tmp_path / "env-cache"),
+        ),
+        attempt_index=0,
+        attempt_label="attempt1",
     )
     pipeline = AttemptPipeline(load_task(task_file), cfg, factory, MirrorCache(tmp_path / "git"),
                                agent)

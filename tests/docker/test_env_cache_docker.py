@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from pytest_agentbench.agents.port import AgentContext, AgentOutcome
-from pytest_agentbench.core.attempt_config import AttemptConfig
+from pytest_agentbench.core.attempt_config import AttemptConfig, SharedAttemptConfig
 from pytest_agentbench.core.envcache import EnvCache
 from pytest_agentbench.core.pipeline import AttemptPipeline
 from pytest_agentbench.repos.mirror import MirrorCache
@@ -86,11 +86,20 @@ def attempt(tmp_path: Path, task_file: Path, docker_sandboxes: Any, index: int,
             agent: Probe) -> dict[str, Any]:
     run_dir = tmp_path / "run"
     cfg = AttemptConfig(
-        run_id="envcache", run_dir=run_dir, work_root=tmp_path / "work", variant="v",
-        variant_config_hash="h", image=DEFAULT_IMAGE, harness_version="test",
-        attempt_index=index, attempt_label=f"attempt{index + 1}",
-        events_path=run_dir / "events.jsonl", owner_uid=owner_uid("docker"),
-        env_cache=EnvCache(tmp_path / "env-cache"),
+        SharedAttemptConfig(
+            run_id="envcache",
+            run_dir=run_dir,
+            work_root=tmp_path / "work",
+            variant="v",
+            variant_config_hash="h",
+            image=DEFAULT_IMAGE,
+            harness_version="test",
+            events_path=run_dir / "events.jsonl",
+            owner_uid=owner_uid("docker"),
+            env_cache=EnvCache(tmp_path / "env-cache"),
+        ),
+        attempt_index=index,
+        attempt_label=f"attempt{index + 1}",
     )
     pipeline = AttemptPipeline(load_task(task_file), cfg, docker_sandboxes,
                                MirrorCache(tmp_path / "git"), agent)

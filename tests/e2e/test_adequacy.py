@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.core.attempt_config import SharedAttemptConfig
 from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.run.adequacy import run_adequacy
-from pytest_agentbench.run.factory import SharedAttemptConfig
 from pytest_agentbench.run.validation import AdequacyOptions, validate_task
 from pytest_agentbench.sandbox.local import LocalSandboxFactory
 from pytest_agentbench.tasks.loader import load_task

@@ -236,7 +236,7 @@ def local_attempt(tmp_path: Path, task_id: str, index: int, agent_name: str,
     """One attempt through the pipeline on the local sandbox, from a copy of the suite (a setup
     command added when given); attempts of one tmp_path share an environment cache."""
     from pytest_agentbench.agents.builtin import NopAgent, OracleAgent
-    from pytest_agentbench.core.attempt_config import AttemptConfig
+    from pytest_agentbench.core.attempt_config import AttemptConfig, SharedAttemptConfig
     from pytest_agentbench.core.envcache import EnvCache
     from pytest_agentbench.core.pipeline import AttemptPipeline
     from pytest_agentbench.repos.mirror import MirrorCache
@@ -247,10 +247,20 @@ def local_attempt(tmp_path: Path, task_id: str, index: int, agent_name: str,
     task = load_task(packs / SUITE / task_id / "task.yaml")
     run_dir = tmp_path / "run"
     cfg = AttemptConfig(
-        run_id="regrade", run_dir=run_dir, work_root=tmp_path / "work", variant="v",
-        variant_config_hash="h", image="local", harness_version="test", attempt_index=index,
-        attempt_label=f"{task_id}-{index}", events_path=run_dir / "events.jsonl",
-        env_cache=EnvCache(tmp_path / "env-cache"), regrade=regrade,
+        SharedAttemptConfig(
+            run_id="regrade",
+            run_dir=run_dir,
+            work_root=tmp_path / "work",
+            variant="v",
+            variant_config_hash="h",
+            image="local",
+            harness_version="test",
+            events_path=run_dir / "events.jsonl",
+            env_cache=EnvCache(tmp_path / "env-cache"),
+            regrade=regrade,
+        ),
+        attempt_index=index,
+        attempt_label=f"{task_id}-{index}",
     )
     agents = {"oracle": OracleAgent, "nop": NopAgent, "flaky-fix": FlakyFixAgent,
               "test-editor": EditsTestsAgent}

@@ -9,11 +9,10 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.agents.builtin import NopAgent
-from pytest_agentbench.core.attempt_config import sandbox_spec
+from pytest_agentbench.core.attempt_config import SharedAttemptConfig, sandbox_spec
 from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.run.factory import (
     AttemptFactory,
-    SharedAttemptConfig,
     sandbox_factory,
     worker_events_path,
 )
@@ -56,12 +55,9 @@ def test_config_carries_the_shared_fields_and_the_attempt(tmp_path: Path,
     config = shared(tmp_path, session="tok", worker="gw1", events_path=events, full_logs=True,
                     image="img", image_id="sha256:1", agent_params={"x": 1})
     cfg = factory(config).config(task, index=2, attempts=3, quarantined="flaky")
-    assert (cfg.run_id, cfg.session, cfg.worker, cfg.variant, cfg.variant_config_hash) == (
-        "r1", "tok", "gw1", "v", "h")
-    assert (cfg.image, cfg.image_id, cfg.full_logs, cfg.agent_params) == (
-        "img", "sha256:1", True, {"x": 1})
+    assert cfg.shared is config  # one object, never copied field by field
     assert (cfg.attempt_index, cfg.attempt_label, cfg.quarantined) == (2, "attempt-3", "flaky")
-    assert cfg.events_path == tmp_path / "run" / "events" / "tok-gw1.jsonl"
+    assert cfg.shared.events_path == tmp_path / "run" / "events" / "tok-gw1.jsonl"
     assert factory(config).config(task).attempt_label is None  # one attempt: no attempt-N dir
 
 

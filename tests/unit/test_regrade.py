@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.core.attempt import Attempt
-from pytest_agentbench.core.attempt_config import AttemptConfig
+from pytest_agentbench.core.attempt_config import AttemptConfig, SharedAttemptConfig
 from pytest_agentbench.core.gitops import APPLY_PATCH
 from pytest_agentbench.core.regrade import (
     FLAKY_FIX,
@@ -199,9 +199,17 @@ def attempt(tmp_path: Path, regrades: int, oracle: bool = True) -> Attempt:
         (task_dir / "oracle.patch").unlink()
     run_dir = tmp_path / "run"
     cfg = AttemptConfig(
-        run_id="r", run_dir=run_dir, work_root=tmp_path / "work", variant="v",
-        variant_config_hash="h", image="local", harness_version="test",
-        events_path=run_dir / "events.jsonl", regrade=regrades,
+        SharedAttemptConfig(
+            run_id="r",
+            run_dir=run_dir,
+            work_root=tmp_path / "work",
+            variant="v",
+            variant_config_hash="h",
+            image="local",
+            harness_version="test",
+            events_path=run_dir / "events.jsonl",
+            regrade=regrades,
+        ),
     )
     at = Attempt(load_task(task_dir / "task.yaml"), cfg, LocalSandboxFactory())
     (at.workspace / "base" / ".git").mkdir(parents=True)
