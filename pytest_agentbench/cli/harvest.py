@@ -46,7 +46,7 @@ def add_harvest_command(sub: Any) -> None:
 
 
 def harvest(args: argparse.Namespace) -> int:
-    from pytest_agentbench.harvest.classify import Limits
+    from pytest_agentbench.harvest.classify import ChangeLimits
     from pytest_agentbench.harvest.pipeline import HarvestError, Options, run_harvest
     from pytest_agentbench.repos.gitcmd import RepoError
 
@@ -59,7 +59,8 @@ def harvest(args: argparse.Namespace) -> int:
     options = Options(source=source, suite=args.suite, out=out.absolute(),
                       rev_range=args.rev_range, max_commits=args.max_commits,
                       setup=tuple(args.setup), workers=args.workers, statement=args.statement,
-                      limits=Limits(fix_files=args.max_fix_files, fix_lines=args.max_fix_lines),
+                      limits=ChangeLimits(fix_files=args.max_fix_files,
+                                          fix_lines=args.max_fix_lines),
                       fresh=args.fresh, redo=frozenset(args.redo))
     with tempfile.TemporaryDirectory(prefix="agentbench-harvest-") as tmp:
         try:

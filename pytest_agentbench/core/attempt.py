@@ -74,7 +74,7 @@ class Attempt:
         self.disk_modes: dict[str, str] = {}  # workspace dir -> "filesystem" | "watched" | "none"
         self.phase = "prepare"
         self.baseline_output: ExecResult | None = None  # the first baseline run
-        self.baseline_results: evidence_mod.TestEvidence | None = None
+        self.baseline_results: evidence_mod.JunitResults | None = None
         self.toolbox: RecordingToolbox | None = None
         self.agent_overran = False
         self.cache_key: str | None = None  # the env-cache key, when setup is cacheable
@@ -194,7 +194,7 @@ class Attempt:
 
     def collect_results(
         self, sandbox: Sandbox, path: str
-    ) -> tuple[evidence_mod.TestEvidence | None, str | None]:
+    ) -> tuple[evidence_mod.JunitResults | None, str | None]:
         """pytest's results read back from `path` (core/evidence.py), or why they could not be."""
         if not path:
             return None, None

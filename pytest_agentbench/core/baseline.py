@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from pytest_agentbench.core.evidence import TestEvidence
+from pytest_agentbench.core.evidence import JunitResults
 from pytest_agentbench.sandbox.port import ExecResult
 from pytest_agentbench.schemas.records import BaselineRun, BaselineValidation
 from pytest_agentbench.schemas.task import ValidationSpec
@@ -13,7 +13,7 @@ from pytest_agentbench.schemas.taxonomy import Reason
 from pytest_agentbench.text.signatures import sha256, signature
 
 
-class Verdict:
+class BaselineVerdict:
     """A task-level verdict: reason, sub-reason and one line for people. None reason = valid."""
 
     def __init__(
@@ -34,8 +34,8 @@ def to_run(result: ExecResult) -> BaselineRun:
 
 
 def evaluate(
-    validation: ValidationSpec, results: list[ExecResult], evidence: TestEvidence | None = None
-) -> tuple[BaselineValidation, Verdict]:
+    validation: ValidationSpec, results: list[ExecResult], evidence: JunitResults | None = None
+) -> tuple[BaselineValidation, BaselineVerdict]:
     """The baseline record and verdict; `evidence` (the first run's junit results, if any) tells
     an expected failing test that did not run from one that ran and passed."""
     runs = [to_run(r) for r in results]
@@ -57,27 +57,28 @@ def evaluate(
 
 def _judge(
     validation: ValidationSpec, results: list[ExecResult], runs: list[BaselineRun],
-    evidence: TestEvidence | None = None,
-) -> Verdict:
+    evidence: JunitResults | None = None,
+) -> BaselineVerdict:
     cmd = validation.failing_command
     if any(r.timed_out for r in results):
-        return Verdict(Reason.SETUP_FAILED, "BASELINE_TIMEOUT", f"failing_command timed out: {cmd}")
+        return BaselineVerdict(Reason.SETUP_FAILED, "BASELINE_TIMEOUT",
+                               f"failing_command timed out: {cmd}")
     passed = [r.exit_code == 0 for r in results]
     if all(passed):
-        return Verdict(
+        return BaselineVerdict(
             Reason.BASELINE_NOT_FAILING,
             None,
             f"failing_command passes before any change ({len(runs)} runs): {cmd}",
         )
     if any(passed):
         codes = ", ".join(str(r.exit_code) for r in runs)
-        return Verdict(
+        return BaselineVerdict(
             Reason.BASELINE_FLAKY,
             "PASS_FAIL_MIX",
             f"failing_command passed in some runs and failed in others (exit {codes})",
         )
     if len({tuple(r.signature) for r in runs}) > 1:
-        return Verdict(
+        return BaselineVerdict(
             Reason.BASELINE_FLAKY,
             "SIGNATURE_CHANGED",
             f"failing_command failed differently across {len(runs)} runs: "
@@ -86,14 +87,14 @@ def _judge(
     first = results[0]
     text = first.stdout + "\n" + first.stderr
     if validation.expected_exit_codes and first.exit_code not in validation.expected_exit_codes:
-        return Verdict(
+        return BaselineVerdict(
             Reason.SETUP_FAILED,
             "UNEXPECTED_EXIT_CODE",
             f"failing_command exited {first.exit_code}, expected one of "
             f"{validation.expected_exit_codes}",
         )
     if validation.expected_failure_regex and not re.search(validation.expected_failure_regex, text):
-        return Verdict(
+        return BaselineVerdict(
             Reason.SETUP_FAILED,
             "EXPECTED_FAILURE_NOT_SEEN",
             f"failing_command output does not match expected_failure_regex "
@@ -102,7 +103,7 @@ def _judge(
     if validation.disallowed_failure_regex:
         match = re.search(validation.disallowed_failure_regex, text)
         if match:
-            return Verdict(
+            return BaselineVerdict(
                 Reason.SETUP_FAILED,
                 "DISALLOWED_FAILURE",
                 f"failing_command fails for a disallowed reason: {match.group(0)!r}",
@@ -112,12 +113,12 @@ def _judge(
                          if node.startswith(("FAILED ", "ERROR ")))
         missing = [t for t in validation.expected_failing_tests if t not in failing]
         if missing:
-            return Verdict(Reason.SETUP_FAILED, "EXPECTED_TESTS_NOT_FAILING",
+            return BaselineVerdict(Reason.SETUP_FAILED, "EXPECTED_TESTS_NOT_FAILING",
                            _not_failing(missing, failing, evidence))
-    return Verdict()
+    return BaselineVerdict()
 
 
-def _not_failing(missing: list[str], failing: list[str], evidence: TestEvidence | None) -> str:
+def _not_failing(missing: list[str], failing: list[str], evidence: JunitResults | None) -> str:
     """Which expected failing tests were not collected (a typo, a moved test) and which ran and
     did not fail, with the tests that did fail: what to write instead."""
     absent = [t for t in missing if evidence is not None and evidence.outcome_of(t) is None]

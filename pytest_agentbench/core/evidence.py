@@ -27,7 +27,7 @@ _PYTEST = re.compile(r"(?<![\w.-])py\.?test(?![\w-])")
 
 
 @dataclass(frozen=True)
-class TestEvidence:
+class JunitResults:
     """Counts and per-test outcomes from one junit file. Outcome per junit id: passed, failed,
     error, skipped. A test that passed and then errored in teardown counts as an error."""
 
@@ -84,7 +84,7 @@ def junit_id(node_id: str) -> str:
     return ".".join(names)
 
 
-def collect(sandbox: Sandbox, path: str, timeout_sec: float = 60) -> TestEvidence | None:
+def collect(sandbox: Sandbox, path: str, timeout_sec: float = 60) -> JunitResults | None:
     """The results the scored command left at `path`, or None if it left none."""
     result = sandbox.exec(
         f"test -f {path} && cat {path}", timeout_sec=timeout_sec, full_output=True
@@ -95,7 +95,7 @@ def collect(sandbox: Sandbox, path: str, timeout_sec: float = 60) -> TestEvidenc
     return parse(text)
 
 
-def parse(text: str) -> TestEvidence:
+def parse(text: str) -> JunitResults:
     if len(text) > MAX_RESULTS_BYTES:
         raise EvidenceError(f"results file larger than {MAX_RESULTS_BYTES} bytes")
     if "<!DOCTYPE" in text or "<!ENTITY" in text:
@@ -117,7 +117,7 @@ def parse(text: str) -> TestEvidence:
             name = f"{case.get('classname', '')}.{case.get('name', '')}".lstrip(".")
             if outcomes.get(name) not in ("failed", "error"):  # worst outcome wins
                 outcomes[name] = outcome
-    return TestEvidence(outcomes=outcomes, **counts)
+    return JunitResults(outcomes=outcomes, **counts)
 
 
 def _case_outcome(case: ET.Element) -> str:

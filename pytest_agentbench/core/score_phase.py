@@ -15,7 +15,7 @@ from pytest_agentbench.core.attempt import Attempt, Failure
 from pytest_agentbench.core.gitops import SnapshotError, apply_command
 from pytest_agentbench.core.protection import pytest_config_change
 from pytest_agentbench.core.recording import RecordingToolbox
-from pytest_agentbench.core.scoring import Evidence, verdict
+from pytest_agentbench.core.scoring import ScoringEvidence, verdict
 from pytest_agentbench.paths.host_files import HostFiles
 from pytest_agentbench.sandbox.port import ExecResult, Sandbox
 from pytest_agentbench.schemas.records import Result
@@ -143,7 +143,7 @@ def _run_scored(
         env=env,
     )
     results, problem = at.collect_results(sandbox, path)
-    evidence = Evidence(
+    evidence = ScoringEvidence(
         results=results,
         results_required=wanted,
         results_problem=problem,

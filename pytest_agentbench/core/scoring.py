@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pytest_agentbench.agents.port import AgentOutcome
-from pytest_agentbench.core.evidence import TestEvidence
+from pytest_agentbench.core.evidence import JunitResults
 from pytest_agentbench.sandbox.port import ExecResult, SandboxExited
 from pytest_agentbench.schemas.records import Result
 from pytest_agentbench.schemas.taxonomy import Reason
@@ -23,10 +23,10 @@ HARNESS_KILL = "killed by the harness"  # SandboxExited.status (sandbox/docker_s
 
 
 @dataclass(frozen=True)
-class Evidence:
+class ScoringEvidence:
     """What scoring saw besides the exit status."""
 
-    results: TestEvidence | None = None
+    results: JunitResults | None = None
     results_required: bool = False
     results_problem: str | None = None  # the file existed but could not be read
     expected_tests: tuple[str, ...] = ()  # the task's: must be reported and pass
@@ -39,9 +39,9 @@ def verdict(
     outcome: AgentOutcome,
     violation: str | None,
     over_budget: bool,
-    evidence: Evidence | None = None,
+    evidence: ScoringEvidence | None = None,
 ) -> Result:
-    evidence = evidence or Evidence()
+    evidence = evidence or ScoringEvidence()
     sig = signature(result.exit_code, result.stdout, result.stderr)
     counts = _counts(evidence.results)
     if violation:
@@ -101,7 +101,7 @@ def verdict(
     )
 
 
-def _contradiction(evidence: Evidence) -> tuple[str, str] | None:
+def _contradiction(evidence: ScoringEvidence) -> tuple[str, str] | None:
     """(sub_reason, summary) when an exit status of 0 is not backed by the test results."""
     results = evidence.results
     if evidence.results_problem:
@@ -131,7 +131,7 @@ def _contradiction(evidence: Evidence) -> tuple[str, str] | None:
     return None
 
 
-def _reported(results: TestEvidence, name: str) -> str | None:
+def _reported(results: JunitResults, name: str) -> str | None:
     """A test's junit outcome; when it was not reported, that of the module or class holding
     it: a module skipped at collection (by the code under test it imports) hides its tests, and
     they must not count as "not run"."""
@@ -161,14 +161,14 @@ def sandbox_exit(phase: str, exc: SandboxExited, where: str) -> tuple[Reason, st
     )
 
 
-def _pass_summary(evidence: Evidence) -> str:
+def _pass_summary(evidence: ScoringEvidence) -> str:
     results = evidence.results
     if results is None:
         return "passing_command exited 0"
     return f"passing_command exited 0; {results.passed} passed, {results.skipped} skipped"
 
 
-def _counts(results: TestEvidence | None) -> dict[str, int | None]:
+def _counts(results: JunitResults | None) -> dict[str, int | None]:
     if results is None:
         return {"tests_passed": None, "tests_failed": None}
     return {"tests_passed": results.passed, "tests_failed": results.failed + results.errors}

@@ -4,7 +4,7 @@ Messages, checks the attempt's budgets before forwarding through the model clien
 every call as llm_v0 does. Imports neither pytest nor docker; importing it has no side effects."""
 
 from pytest_agentbench.gateway.cassette import CASSETTE_NAME, CassetteError
-from pytest_agentbench.gateway.meter import GatewayStop, Limits
+from pytest_agentbench.gateway.meter import BudgetLimits, GatewayStop
 from pytest_agentbench.gateway.server import ModelGateway
 
-__all__ = ["CASSETTE_NAME", "CassetteError", "GatewayStop", "Limits", "ModelGateway"]
+__all__ = ["CASSETTE_NAME", "CassetteError", "BudgetLimits", "GatewayStop", "ModelGateway"]

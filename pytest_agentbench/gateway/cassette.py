@@ -41,8 +41,8 @@ from pytest_agentbench.llm import (
     LLMError,
     LLMRequestError,
     LLMRetryExhausted,
+    TokenUsage,
     ToolCall,
-    Usage,
 )
 
 CASSETTE_NAME = "cassette.jsonl"
@@ -203,7 +203,7 @@ def _result(data: dict[str, Any]) -> ChatResult:
     message = dict(data["message"])
     calls = [ToolCall(**c) for c in message.pop("tool_calls", [])]
     return ChatResult(**{**data, "message": AssistantMessage(**message, tool_calls=calls),
-                         "usage": Usage(**data["usage"])})
+                         "usage": TokenUsage(**data["usage"])})
 
 
 def first_difference(recorded: Any, now: Any, where: str = "") -> str:

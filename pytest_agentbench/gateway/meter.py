@@ -54,7 +54,7 @@ class Events(Protocol):
     def emit(self, event: Event, /, actor: Actor = "harness") -> str: ...
 
 
-class Limits(Protocol):
+class BudgetLimits(Protocol):
     """The attempt's budgets (agents.llm_config.Budget): None means no limit."""
 
     @property
@@ -91,7 +91,7 @@ class Meter:
     """The calls, spend and stop of one attempt; `call` is safe from several threads."""
 
     def __init__(self, client: ModelClient | None, params: ChatParams, model: ModelInfo,
-                 limits: Limits, deadline: float, events: Events,
+                 limits: BudgetLimits, deadline: float, events: Events,
                  redactors: Sequence[Redactor] = (), artifacts_dir: Path | None = None,
                  replay: cassette.CassettePlayer | None = None) -> None:
         self.client, self.params, self.model, self.limits = client, params, model, limits

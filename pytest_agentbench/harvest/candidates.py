@@ -10,13 +10,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_agentbench.harvest import history
-from pytest_agentbench.harvest.classify import Limits, Split, change_reason, commit_reason, split
+from pytest_agentbench.harvest.classify import (
+    ChangeLimits,
+    Split,
+    change_reason,
+    commit_reason,
+    split,
+)
 from pytest_agentbench.harvest.history import Commit
 from pytest_agentbench.harvest.setup_infer import SetupPlan, infer_setup
 
 
 @dataclass(frozen=True)
-class Candidate:
+class CommitCandidate:
     commit: Commit
     parent: str
     parts: Split
@@ -37,8 +43,8 @@ class Dropped:
     detail: str = ""
 
 
-def examine(mirror: Path, commit: Commit, limits: Limits, setup: tuple[str, ...],
-            seen_fixes: set[str]) -> Candidate | Dropped:
+def examine(mirror: Path, commit: Commit, limits: ChangeLimits, setup: tuple[str, ...],
+            seen_fixes: set[str]) -> CommitCandidate | Dropped:
     """The cheap filters in order; the first that matches is the commit's reason."""
     reason = commit_reason(commit)
     if reason is not None:
@@ -64,7 +70,7 @@ def examine(mirror: Path, commit: Commit, limits: Limits, setup: tuple[str, ...]
 
 
 def build(mirror: Path, commit: Commit, parent: str, parts: Split, modules: tuple[str, ...],
-          setup: tuple[str, ...], fix: bytes | None = None) -> Candidate:
+          setup: tuple[str, ...], fix: bytes | None = None) -> CommitCandidate:
     """The candidate of the change `parent` -> `commit`: its two patches and its setup plan
     (`agentbench task new` enters here for one change, past the harvest's filters)."""
     if fix is None:
@@ -72,7 +78,7 @@ def build(mirror: Path, commit: Commit, parent: str, parts: Split, modules: tupl
     tests = history.patch(mirror, parent, commit.sha, [c.path for c in parts.tests])
     paths = history.files_at(mirror, parent)
     plan = infer_setup(lambda p: history.read_at(mirror, parent, p), paths, setup)
-    return Candidate(commit, parent, parts, modules, tests, fix, plan)
+    return CommitCandidate(commit, parent, parts, modules, tests, fix, plan)
 
 
 def modules_beside(parts: Split, files: list[str]) -> list[str]:

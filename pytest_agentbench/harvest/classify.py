@@ -42,7 +42,7 @@ RELEASE = re.compile(
 
 
 @dataclass(frozen=True)
-class Limits:
+class ChangeLimits:
     fix_files: int = 10
     fix_lines: int = 400
     test_files: int = 20
@@ -103,7 +103,7 @@ def commit_reason(commit: Commit) -> str | None:
     return None
 
 
-def change_reason(parts: Split, limits: Limits) -> str | None:
+def change_reason(parts: Split, limits: ChangeLimits) -> str | None:
     """A reason to drop a change by what it touches, or None: it is a candidate."""
     if not parts.tests and not parts.source:
         return "DOCS_CI_PACKAGING_ONLY" if parts.other else "EMPTY_CHANGE"

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.harvest import history, report, statement, taskfiles
-from pytest_agentbench.harvest.candidates import Candidate, Dropped, examine, task_id
-from pytest_agentbench.harvest.classify import Limits
+from pytest_agentbench.harvest.candidates import CommitCandidate, Dropped, examine, task_id
+from pytest_agentbench.harvest.classify import ChangeLimits
 from pytest_agentbench.harvest.gate import Gate
 from pytest_agentbench.harvest.runs import Bench, run_candidate
 from pytest_agentbench.harvest.state import HarvestState, Outcome
@@ -42,7 +42,7 @@ class Options:
     setup: tuple[str, ...] = ()
     workers: int = 2
     statement: str = "commit"  # commit | tests
-    limits: Limits = field(default_factory=Limits)
+    limits: ChangeLimits = field(default_factory=ChangeLimits)
     fresh: bool = False
     redo: frozenset[str] = frozenset()  # decide again the commits dropped for these reasons
 
@@ -74,7 +74,7 @@ def run_harvest(options: Options, bench: Bench, gate: Gate,
         f"{len(state.decided)} decided before")
     prefix = re.sub(r"[^A-Za-z0-9._-]+", "-", options.suite).strip("-.") or "task"
     seen: set[str] = set()
-    todo: list[Candidate] = []
+    todo: list[CommitCandidate] = []
     for commit in commits:
         t0 = time.monotonic()
         found = examine(mirror, commit, options.limits, options.setup, seen)
@@ -131,11 +131,11 @@ class _Work:
     suite_dir: Path
 
 
-def _run_all(work: _Work, todo: list[Candidate], state: HarvestState,
+def _run_all(work: _Work, todo: list[CommitCandidate], state: HarvestState,
              say: Callable[[str], None]) -> None:
     done = 0
     with ThreadPoolExecutor(max_workers=max(1, work.options.workers)) as pool:
-        futures: dict[Future[Outcome], Candidate] = {
+        futures: dict[Future[Outcome], CommitCandidate] = {
             pool.submit(_one, work, c): c for c in todo}
         try:
             for future in as_completed(futures):
@@ -157,7 +157,7 @@ def _run_all(work: _Work, todo: list[Candidate], state: HarvestState,
             raise
 
 
-def _one(work: _Work, candidate: Candidate) -> Outcome:
+def _one(work: _Work, candidate: CommitCandidate) -> Outcome:
     t0 = time.monotonic()
     commit = candidate.commit
     name = task_id(work.prefix, commit)

@@ -30,7 +30,7 @@ from pytest_agentbench.harvest.classify import Split, is_test_path, split
 from pytest_agentbench.harvest.gate import Gate
 from pytest_agentbench.harvest.runs import Bench, Runs, run_candidate
 from pytest_agentbench.harvest.task_yaml import documented
-from pytest_agentbench.harvest.verdict import Verdict, judge
+from pytest_agentbench.harvest.verdict import CandidateVerdict, judge
 from pytest_agentbench.paths.own_repo import containing_repository
 from pytest_agentbench.repos.gitcmd import GitFailed, run_git
 
@@ -203,7 +203,8 @@ def _modules(request: Request, mirror: Path, fix: str, parts: Split) -> tuple[st
     return tuple(found)
 
 
-def _description(request: Request, commit: history.Commit, verdict: Verdict, fix: str) -> str:
+def _description(request: Request, commit: history.Commit, verdict: CandidateVerdict,
+                 fix: str) -> str:
     if request.statement == "commit":
         return statement.from_commit(commit.subject, commit.body, fix)
     if request.statement == "tests":
@@ -211,7 +212,7 @@ def _description(request: Request, commit: history.Commit, verdict: Verdict, fix
     return request.statement.strip()
 
 
-def _explain(verdict: Verdict, runs: Runs, modules: tuple[str, ...]) -> str:
+def _explain(verdict: CandidateVerdict, runs: Runs, modules: tuple[str, ...]) -> str:
     shown = ", ".join(modules[:3]) + (" ..." if len(modules) > 3 else "")
     reason = verdict.reason
     if reason == "NO_FAIL_TO_PASS":

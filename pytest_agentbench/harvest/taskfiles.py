@@ -16,7 +16,7 @@ import yaml
 
 from pytest_agentbench.harvest.runs import test_command
 from pytest_agentbench.harvest.setup_infer import SetupPlan
-from pytest_agentbench.harvest.verdict import Verdict
+from pytest_agentbench.harvest.verdict import CandidateVerdict
 
 TASK_FILE, ORACLE, TESTS, PROVENANCE = "task.yaml", "oracle.patch", "tests.patch", "harvest.json"
 MAX_COMMAND = 90_000  # characters; the spec allows 100,000
@@ -34,7 +34,7 @@ class HarvestedTask:
     description: str
     statement_source: str  # commit | tests
     plan: SetupPlan
-    verdict: Verdict
+    verdict: CandidateVerdict
     fix_patch: bytes
     tests_patch: bytes  # empty: the change has no test part, nothing is hidden
     labels: tuple[str, ...] = ("harvested",)

@@ -20,7 +20,7 @@ from pytest_agentbench.harvest.runs import Runs
 
 
 @dataclass(frozen=True)
-class Verdict:
+class CandidateVerdict:
     fail_to_pass: tuple[str, ...]
     pass_to_pass: tuple[str, ...]
     flaky: tuple[str, ...]
@@ -29,11 +29,11 @@ class Verdict:
     baseline_failing: tuple[str, ...] = ()  # FAIL_TO_PASS the baseline names by id
 
 
-def judge(runs: Runs) -> Verdict:
+def judge(runs: Runs) -> CandidateVerdict:
     if runs.reason is not None:
-        return Verdict((), (), (), "bugfix", runs.reason)
+        return CandidateVerdict((), (), (), "bugfix", runs.reason)
     if not any(runs.post):
-        return Verdict((), (), (), "bugfix", "TESTS_NOT_RUN")
+        return CandidateVerdict((), (), (), "bugfix", "TESTS_NOT_RUN")
     ids = sorted({node for run in runs.pre + runs.post for node in run if "::" in node})
     f2p, p2p, flaky, new = [], [], [], []
     for node in ids:
@@ -51,7 +51,7 @@ def judge(runs: Runs) -> Verdict:
     kind = "feature" if f2p and len(new) == len(f2p) else "bugfix"
     reason = None if f2p else ("FLAKY_TESTS" if flaky else "NO_FAIL_TO_PASS")
     baseline = tuple(node for node in f2p if node not in new)
-    return Verdict(tuple(f2p), tuple(p2p), tuple(flaky), kind, reason, baseline)
+    return CandidateVerdict(tuple(f2p), tuple(p2p), tuple(flaky), kind, reason, baseline)
 
 
 def _failing(outcome: str) -> str:

@@ -9,9 +9,9 @@ from pytest_agentbench.llm.base import (
     ChatParams,
     ChatResult,
     ModelClient,
+    TokenUsage,
     ToolCall,
     ToolCallsSource,
-    Usage,
 )
 from pytest_agentbench.llm.client import OpenAICompatClient
 from pytest_agentbench.llm.errors import (
@@ -41,6 +41,6 @@ __all__ = [
     "AssistantMessage", "ChatParams", "ChatResult", "LLMAuthError", "LLMBadResponse",
     "LLMError", "LLMRequestError", "LLMRetryExhausted", "ModelClient", "ModelConfigError",
     "OpenAICompatClient", "Preset", "ResolvedModelConfig", "ToolCall",
-    "ToolCallsSource", "Usage", "is_retryable_status", "parse_fallback_tool_calls",
+    "TokenUsage", "ToolCallsSource", "is_retryable_status", "parse_fallback_tool_calls",
     "parse_native_tool_calls", "resolve_model_config",
 ]

@@ -71,7 +71,7 @@ class AssistantMessage:
 
 
 @dataclass
-class Usage:
+class TokenUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
@@ -87,7 +87,7 @@ class ChatResult:
 
     message: AssistantMessage
     finish_reason: str | None
-    usage: Usage
+    usage: TokenUsage
     latency_ms: int
     wall_ms: int
     retries: int

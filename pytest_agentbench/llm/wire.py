@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pytest_agentbench.llm.base import AssistantMessage, ChatResult, ToolCallsSource, Usage
+from pytest_agentbench.llm.base import AssistantMessage, ChatResult, TokenUsage, ToolCallsSource
 from pytest_agentbench.llm.toolcall_fallback import (
     parse_fallback_tool_calls,
     parse_native_tool_calls,
@@ -95,14 +95,14 @@ def _content_text(content: Any) -> str:
     return ""
 
 
-def _usage(raw: Any) -> Usage:
+def _usage(raw: Any) -> TokenUsage:
     if not isinstance(raw, dict):
-        return Usage()
+        return TokenUsage()
     prompt, completion = _int(raw.get("prompt_tokens")), _int(raw.get("completion_tokens"))
     cost = raw.get("cost")
     prompt_details = raw.get("prompt_tokens_details") or {}
     completion_details = raw.get("completion_tokens_details") or {}
-    return Usage(
+    return TokenUsage(
         prompt_tokens=prompt, completion_tokens=completion,
         total_tokens=_int(raw.get("total_tokens")) or prompt + completion,
         cost_usd=float(cost) if isinstance(cost, int | float) else None,

@@ -23,10 +23,10 @@ from pytest_agentbench.plugin.exit_status import Selection, recorded_line, settl
 from pytest_agentbench.plugin.items import (
     LABEL_MARK_HELP,
     SHORT_FAILURES,
+    CollectedTasks,
     InvalidTaskDir,
     InvalidTaskItem,
     TaskFile,
-    TaskIndex,
     TaskItem,
     foreign_marks,
     label_marks,
@@ -80,7 +80,7 @@ class AgentbenchPlugin:
         self,
         config: pytest.Config,
         settings: RunSettings,
-        tasks: TaskIndex,
+        tasks: CollectedTasks,
         redactor: Redactor,
         build_agent: Callable[[], Agent],
     ) -> None:
@@ -119,7 +119,7 @@ class AgentbenchPlugin:
                 ini_dir=config.inipath.parent if config.inipath else None,
                 worker=is_worker(config),
             )
-            tasks = TaskIndex.discover(settings.taskpacks, settings.suites)
+            tasks = CollectedTasks.discover(settings.taskpacks, settings.suites)
             labels = (label for t in tasks.tasks.values() for label in t.spec.labels)
             for label in label_marks(labels, foreign_marks(config)):
                 config.addinivalue_line("markers", f"{label}: {LABEL_MARK_HELP}")

@@ -97,7 +97,7 @@ def item_name(task_id: str, index: int, attempts: int, variant: str) -> str:
 
 
 @dataclass
-class TaskIndex:
+class CollectedTasks:
     """The run's tasks by resolved task.yaml path, and the problems of those that did not load
     (keyed by their task.yaml, or by the task directory when it has none)."""
 
@@ -106,7 +106,7 @@ class TaskIndex:
     nothing_to_run: str | None = None  # a missing suite or taskpacks directory
 
     @classmethod
-    def discover(cls, taskpacks: Path, suites: Iterable[str]) -> TaskIndex:
+    def discover(cls, taskpacks: Path, suites: Iterable[str]) -> CollectedTasks:
         """Load the suites' tasks (see `check` for a run with nothing to run)."""
         index = cls()
         loaded = discover(taskpacks, list(suites))

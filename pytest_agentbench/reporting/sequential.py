@@ -103,7 +103,7 @@ def log_capitals(x: Floats, m: float, lam_minus: Floats, lam_plus: Floats
 
 
 @dataclass(frozen=True)
-class Decision:
+class SequentialDecision:
     outcome: str  # regression, ok or inconclusive
     tasks: int  # tasks looked at when it was reached (all of them when inconclusive)
     e_regression: float  # K-(delta) then
@@ -112,12 +112,12 @@ class Decision:
     upper: float
 
 
-def decide(x: Sequence[float] | Floats, threshold: float, alpha: float) -> Decision:
+def decide(x: Sequence[float] | Floats, threshold: float, alpha: float) -> SequentialDecision:
     """The sequential test over `x` in order: stopped at the first task where it decides."""
     _check(threshold, alpha)
     xs = np.asarray(x, dtype=np.float64)
     if xs.size == 0:
-        return Decision("inconclusive", 0, 1.0, 1.0, -1.0, 1.0)
+        return SequentialDecision("inconclusive", 0, 1.0, 1.0, -1.0, 1.0)
     lm, lp = bets(xs, threshold)
     low, high = log_capitals(xs, threshold, lm, lp)
     level = math.log(1 / alpha)
@@ -132,8 +132,8 @@ def decide(x: Sequence[float] | Floats, threshold: float, alpha: float) -> Decis
         outcome, stop = "inconclusive", xs.size - 1
     seen = slice(0, stop + 1)
     lower, upper = bounds(xs[seen], lm[seen], lp[seen], alpha)
-    return Decision(outcome, stop + 1, float(np.exp(low[stop])), float(np.exp(high[stop])),
-                    lower, upper)
+    return SequentialDecision(outcome, stop + 1, float(np.exp(low[stop])),
+                              float(np.exp(high[stop])), lower, upper)
 
 
 def bounds(x: Floats, lam_minus: Floats, lam_plus: Floats, alpha: float) -> tuple[float, float]:
@@ -187,7 +187,7 @@ def exit_code(outcome: str, inconclusive_ok: bool = False) -> int:
     return EXIT_OK
 
 
-def as_record(decision: Decision, threshold: float, alpha: float, seed: int,
+def as_record(decision: SequentialDecision, threshold: float, alpha: float, seed: int,
               order: list[str], drops: list[float], **extra: Any) -> dict[str, Any]:
     """The `sequential` section of run.json and of `gate --sequential --format json`."""
     return {
@@ -203,7 +203,7 @@ def as_record(decision: Decision, threshold: float, alpha: float, seed: int,
     }
 
 
-def reason(d: Decision, threshold: float, alpha: float) -> str:
+def reason(d: SequentialDecision, threshold: float, alpha: float) -> str:
     """Why the test stopped (or did not), in one sentence."""
     pts = f"{threshold * 100:.1f} points"
     bound = (f"anytime-valid {(1 - alpha) * 100:.0f}% bounds of the drop after {d.tasks} "

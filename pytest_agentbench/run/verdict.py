@@ -74,12 +74,12 @@ class Tally:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class AttemptVerdict:
     exit_code: int | None  # None: leave pytest's status as it is
     lines: tuple[str, ...]  # what the terminal summary says about it
 
 
-def decide(tally: Tally, fail_under: float | None, finish_failed: bool) -> Verdict:
+def decide(tally: Tally, fail_under: float | None, finish_failed: bool) -> AttemptVerdict:
     """The run's exit status from its tally; `finish_failed`: a step of the run's end failed."""
     lines = [_rate_line(tally)]
     problems = tally.categories["invalid"] + tally.categories["flaky"]
@@ -93,16 +93,16 @@ def decide(tally: Tally, fail_under: float | None, finish_failed: bool) -> Verdi
         what = f"{infra} attempt(s) without a result ({_reasons(tally.infra_reasons)})" \
             if infra else "a step of the run's end failed"
         lines.append(f"infrastructure errors: {what}; exit status {INFRA_ERROR}")
-        return Verdict(INFRA_ERROR, tuple(lines))
+        return AttemptVerdict(INFRA_ERROR, tuple(lines))
     if fail_under is None:
-        return Verdict(1 if tally.failed_items else None, tuple(lines))
+        return AttemptVerdict(1 if tally.failed_items else None, tuple(lines))
     rate = tally.pass_rate
     if rate is None or rate < fail_under:
         shown = "nothing scored" if rate is None else f"{rate:.1%}"
         lines.append(f"pass rate {shown} is below --agentbench-fail-under {fail_under:g}: exit 1")
-        return Verdict(1, tuple(lines))
+        return AttemptVerdict(1, tuple(lines))
     lines.append(f"pass rate {rate:.1%} meets --agentbench-fail-under {fail_under:g}")
-    return Verdict(0, tuple(lines))
+    return AttemptVerdict(0, tuple(lines))
 
 
 def _rate_line(tally: Tally) -> str:

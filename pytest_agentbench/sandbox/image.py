@@ -67,7 +67,7 @@ def check_daemon(timeout: float = 30.0) -> None:
 
 
 @dataclass
-class ImageInfo:
+class BuiltImage:
     name: str
     image_id: str
     digest: str | None
@@ -221,7 +221,7 @@ def ensure_image(
     base: str = "auto",
     force: bool = False,
     quiet: bool = False,
-) -> ImageInfo:
+) -> BuiltImage:
     """Return the runner image for the current context, building it only when needed.
     DaemonUnreachable first of all when there is no engine to build on or run with."""
     log = Log(quiet)
@@ -235,7 +235,7 @@ def ensure_image(
     found = None if force else inspect_image(hash_tag)
     if found:
         _docker("tag", hash_tag, name)
-        return ImageInfo(
+        return BuiltImage(
             name,
             str(found["id"]),
             found["digest"],
@@ -267,7 +267,7 @@ def ensure_image(
         raise ImageBuildError(f"docker build failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
     info = inspect_image(hash_tag)
     assert info is not None
-    return ImageInfo(
+    return BuiltImage(
         name, str(info["id"]), info["digest"], chash, True, time.monotonic() - start, base_image
     )
 

@@ -2,7 +2,7 @@
 
 Which paths may be edited (`check_editable`: editable_globs, readonly_globs), how much may change
 in all (`check_limits`: max_changed_files, max_lines_changed, cumulative over the attempt), and
-`count_changed_lines`, the measure those limits use. A refusal is EditRefused, which the toolbox
+`count_changed_lines`, the measure those limits use. A refusal is EditNotAllowed, which the toolbox
 turns into an EDIT_NOT_ALLOWED or LIMIT_EXCEEDED result and an `edit_refused` event; nothing is
 changed by a refused edit.
 """
@@ -18,7 +18,7 @@ from pytest_agentbench.tools.results import ErrorType, ToolPolicy
 EXACT_DIFF_CELLS = 4_000_000  # beyond len(a) * len(b) lines, count by multiset (linear)
 
 
-class EditRefused(Exception):
+class EditNotAllowed(Exception):
     """An edit the policy refuses (EDIT_NOT_ALLOWED / LIMIT_EXCEEDED); emits edit_refused."""
 
     def __init__(self, error_type: ErrorType, path: str, rule: str, message: str) -> None:
@@ -31,10 +31,10 @@ class WriteDisabled(Exception):
 
 
 def check_editable(policy: ToolPolicy, path: str) -> None:
-    """Raise EditRefused unless the task lets the agent edit `path` (normalized)."""
+    """Raise EditNotAllowed unless the task lets the agent edit `path` (normalized)."""
     editable = policy.editable_globs
     if editable is not None and not matches_any(path, editable):
-        raise EditRefused(
+        raise EditNotAllowed(
             ErrorType.EDIT_NOT_ALLOWED,
             path,
             "editable_globs",
@@ -42,7 +42,7 @@ def check_editable(policy: ToolPolicy, path: str) -> None:
             f"{', '.join(editable) or '(nothing)'} are editable in this task",
         )
     if policy.is_readonly(path):
-        raise EditRefused(
+        raise EditNotAllowed(
             ErrorType.EDIT_NOT_ALLOWED,
             path,
             "readonly_globs",
@@ -53,12 +53,12 @@ def check_editable(policy: ToolPolicy, path: str) -> None:
 def check_limits(
     policy: ToolPolicy, changed_files: set[str], lines_so_far: int, paths: set[str], lines: int
 ) -> None:
-    """Raise EditRefused if changing `paths` by `lines` more lines would go past the task's limits
-    on the files (`changed_files` so far) or lines (`lines_so_far`) changed in all."""
+    """Raise EditNotAllowed if changing `paths` by `lines` more lines would go past the task's
+    limits on the files (`changed_files` so far) or lines (`lines_so_far`) changed in all."""
     most_files = policy.max_changed_files
     new = sorted(paths - changed_files)
     if most_files is not None and new and len(changed_files) + len(new) > most_files:
-        raise EditRefused(
+        raise EditNotAllowed(
             ErrorType.LIMIT_EXCEEDED,
             new[0],
             "max_changed_files",
@@ -67,7 +67,7 @@ def check_limits(
         )
     most_lines = policy.max_lines_changed
     if most_lines is not None and lines_so_far + lines > most_lines:
-        raise EditRefused(
+        raise EditNotAllowed(
             ErrorType.LIMIT_EXCEEDED,
             sorted(paths)[0] if paths else "",
             "max_lines_changed",

@@ -25,7 +25,7 @@ from pytest_agentbench.schemas.events import EditRefused as EditRefusedEvent
 from pytest_agentbench.schemas.events import ToolCallFinished, ToolCallStarted
 from pytest_agentbench.text.truncation import truncate
 from pytest_agentbench.tools.edit_rules import (
-    EditRefused,
+    EditNotAllowed,
     WriteDisabled,
     check_editable,
     check_limits,
@@ -140,7 +140,7 @@ class Toolbox:
                 ErrorType.WRITE_DISABLED,
                 f"{tool} is disabled for this agent; make changes with apply_patch",
             )
-        except EditRefused as exc:
+        except EditNotAllowed as exc:
             self._emit(EditRefusedEvent(path=exc.path, rule=exc.rule))
             return ToolResult.error(exc.error_type, str(exc))
         except PatchError as exc:

@@ -10,7 +10,7 @@ import pytest
 from pytest_agentbench.agents.port import AgentOutcome
 from pytest_agentbench.core.evidence import EvidenceError, junit_id, parse, runs_pytest
 from pytest_agentbench.core.protection import Protection, protect, pytest_config_change
-from pytest_agentbench.core.scoring import HARNESS_KILL, Evidence, sandbox_exit, verdict
+from pytest_agentbench.core.scoring import HARNESS_KILL, ScoringEvidence, sandbox_exit, verdict
 from pytest_agentbench.paths.globs import matches_any
 from pytest_agentbench.paths.host_files import HostFiles
 from pytest_agentbench.sandbox.port import ExecResult, SandboxExited
@@ -58,14 +58,15 @@ def test_unreadable_results_are_refused(text: str) -> None:
 
 def test_exit_zero_without_required_results_fails() -> None:
     """`os._exit(0)` at import: pytest never reports, the exit status says 0."""
-    result = verdict(ok(), AgentOutcome("finish"), None, False, Evidence(results_required=True))
+    result = verdict(ok(), AgentOutcome("finish"), None, False,
+                     ScoringEvidence(results_required=True))
     assert not result.passed
     assert (result.failure_reason, result.sub_reason) == ("TESTS_FAILED", "RESULTS_MISSING")
 
 
 def test_exit_zero_contradicted_by_results_fails() -> None:
     """An atexit hook turns pytest's exit 1 into 0 after the junit file was written."""
-    evidence = Evidence(results=parse(junit(mean_fails=True)), results_required=True)
+    evidence = ScoringEvidence(results=parse(junit(mean_fails=True)), results_required=True)
     result = verdict(ok(), AgentOutcome("finish"), None, False, evidence)
     assert not result.passed
     assert result.sub_reason == "EXIT_STATUS_CONTRADICTS_RESULTS"
@@ -73,7 +74,7 @@ def test_exit_zero_contradicted_by_results_fails() -> None:
 
 
 def test_expected_tests_must_be_collected_and_pass() -> None:
-    evidence = Evidence(
+    evidence = ScoringEvidence(
         results=parse(junit()), results_required=True,
         expected_tests=("tests/test_mathx.py::test_mean", "tests/test_mathx.py::test_gone"),
     )
@@ -81,13 +82,14 @@ def test_expected_tests_must_be_collected_and_pass() -> None:
     assert not result.passed
     assert result.sub_reason == "EXPECTED_TESTS_NOT_PASSED"
     assert "test_gone (not run)" in result.summary
-    passing = Evidence(results=parse(junit()), expected_tests=("tests/test_mathx.py::test_mean",))
+    passing = ScoringEvidence(results=parse(junit()),
+                              expected_tests=("tests/test_mathx.py::test_mean",))
     assert verdict(ok(), AgentOutcome("finish"), None, False, passing).passed
 
 
 def test_exit_status_alone_when_results_are_not_required() -> None:
-    assert verdict(ok(), AgentOutcome("finish"), None, False, Evidence()).passed
-    assert not verdict(ok(1), AgentOutcome("finish"), None, False, Evidence()).passed
+    assert verdict(ok(), AgentOutcome("finish"), None, False, ScoringEvidence()).passed
+    assert not verdict(ok(1), AgentOutcome("finish"), None, False, ScoringEvidence()).passed
 
 
 def test_runs_pytest() -> None:
@@ -171,10 +173,10 @@ def test_a_baseline_failure_that_is_skipped_now_does_not_pass() -> None:
     skipped = junit().replace('time="0.001"></testcase>', 'time="0.001"><skipped/></testcase>', 1)
     results = parse(skipped)
     assert results.outcomes["tests.test_mathx.test_mean"] == "skipped"
-    evidence = Evidence(results=results, baseline_failing=("tests.test_mathx.test_mean",))
+    evidence = ScoringEvidence(results=results, baseline_failing=("tests.test_mathx.test_mean",))
     result = verdict(ok(), AgentOutcome("finish"), None, False, evidence)
     assert result.sub_reason == "EXPECTED_TESTS_NOT_PASSED"
-    gone = Evidence(results=parse(junit()), baseline_failing=("tests.test_gone.test_x",))
+    gone = ScoringEvidence(results=parse(junit()), baseline_failing=("tests.test_gone.test_x",))
     assert verdict(ok(), AgentOutcome("finish"), None, False, gone).passed
 
 

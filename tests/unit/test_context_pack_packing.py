@@ -10,7 +10,7 @@ from pytest_agentbench.agents import llm_v0
 from pytest_agentbench.agents.context_pack.manifest import manifest, pack_entry, write_manifest
 from pytest_agentbench.agents.context_pack.packing import (
     CHARS_PER_TOKEN,
-    Candidate,
+    PackCandidate,
     Source,
     estimate_tokens,
     pack,
@@ -42,11 +42,11 @@ def test_a_rendered_range_costs_what_the_hand_count_says() -> None:
 
 def test_pack_in_order_clips_duplicates_and_stops_at_the_budget() -> None:
     candidates = [
-        Candidate("m.py", "frame", 3, 6),          # 4 lines: 72 chars, 18 tokens
-        Candidate("m.py", "inside", 4, 5),         # all included already
-        Candidate("m.py", "around", 1, 9),         # new: 1-2 (52 chars, 13), 7-9 (62, 16)
-        Candidate("m.py", "one line", 8, 8),       # 42 chars, 11 tokens
-        Candidate("gone.py", "missing", excluded="not in workspace"),
+        PackCandidate("m.py", "frame", 3, 6),          # 4 lines: 72 chars, 18 tokens
+        PackCandidate("m.py", "inside", 4, 5),         # all included already
+        PackCandidate("m.py", "around", 1, 9),         # new: 1-2 (52 chars, 13), 7-9 (62, 16)
+        PackCandidate("m.py", "one line", 8, 8),       # 42 chars, 11 tokens
+        PackCandidate("gone.py", "missing", excluded="not in workspace"),
     ]
     packed = pack(candidates, {"m.py": M}, budget_tokens=35)
     rows = [(i.start_line, i.end_line, i.included, i.reason, i.tokens) for i in packed.items]
@@ -67,7 +67,7 @@ def test_pack_in_order_clips_duplicates_and_stops_at_the_budget() -> None:
 
 
 def test_a_zero_budget_includes_nothing() -> None:
-    packed = pack([Candidate("m.py", "frame", 1, 2)], {"m.py": M}, 0)
+    packed = pack([PackCandidate("m.py", "frame", 1, 2)], {"m.py": M}, 0)
     assert packed.used_tokens == 0 and packed.items[0].reason.startswith("over budget")
     assert render_packed(packed) == ""
 
@@ -76,16 +76,16 @@ def test_signatures_when_the_whole_file_is_over_budget() -> None:
     lines = ("import os", "", "def f(a):", "    return a", "", "class C:",
              "    def g(self):", "        pass")
     src = Source("s.py", lines, 8)
-    packed = pack([Candidate("s.py", "imported"),
-                   Candidate("s.py", "imported: signatures only", signatures=True)],
+    packed = pack([PackCandidate("s.py", "imported"),
+                   PackCandidate("s.py", "imported: signatures only", signatures=True)],
                   {"s.py": src}, budget_tokens=27)
     whole, sigs = packed.items
     # whole: header 18 + fence 10 + 66 characters in 8 lines and 7 newlines + 5 = 106 chars,
     # 27 tokens: it fits a budget of exactly 27
     assert whole.included and whole.tokens == 27
     assert not sigs.included and sigs.reason.startswith("duplicate range")
-    packed = pack([Candidate("s.py", "imported"),
-                   Candidate("s.py", "imported: signatures only", signatures=True)],
+    packed = pack([PackCandidate("s.py", "imported"),
+                   PackCandidate("s.py", "imported: signatures only", signatures=True)],
                   {"s.py": src}, budget_tokens=26)
     whole, sigs = packed.items
     assert not whole.included and whole.reason.startswith("over budget (27 tokens, 26 left)")
@@ -167,8 +167,8 @@ def test_missing_module_and_its_package() -> None:
 
 # -- the manifest --------------------------------------------------------------------------------
 def test_manifest_format(tmp_path: Path) -> None:
-    packed = pack([Candidate("m.py", "traceback frame (line 4)", 3, 6),
-                   Candidate("x.py", "r", excluded="not in workspace")], {"m.py": M}, 6000)
+    packed = pack([PackCandidate("m.py", "traceback frame (line 4)", 3, 6),
+                   PackCandidate("x.py", "r", excluded="not in workspace")], {"m.py": M}, 6000)
     path = write_manifest(tmp_path / "agent", manifest("context_packer", 6000,
                                                        [pack_entry(1, packed)]))
     assert path == tmp_path / "agent" / "context_manifest.json"

@@ -7,7 +7,7 @@ import pytest
 
 from pytest_agentbench.harvest.candidates import modules_beside
 from pytest_agentbench.harvest.classify import (
-    Limits,
+    ChangeLimits,
     change_reason,
     commit_reason,
     is_test_path,
@@ -94,7 +94,7 @@ SRC, TEST = change("pkg/core.py"), change("tests/test_core.py")
     ([SRC, TEST, change("tests/data/x.bin", None, "A")], None),  # binary: no line count
 ])
 def test_change_reasons(changes: list[FileChange], reason: str | None) -> None:
-    assert change_reason(split(changes), Limits()) == reason
+    assert change_reason(split(changes), ChangeLimits()) == reason
 
 
 @pytest.mark.parametrize(("source", "tests", "reason"), [
@@ -109,14 +109,14 @@ def test_change_reasons(changes: list[FileChange], reason: str | None) -> None:
 ])
 def test_default_limits_are_inclusive(source: list[FileChange], tests: list[FileChange],
                                       reason: str | None) -> None:
-    assert change_reason(split(source + tests), Limits()) == reason
+    assert change_reason(split(source + tests), ChangeLimits()) == reason
 
 
 def test_limits_are_options() -> None:
     parts = split([change("pkg/core.py", 50), TEST])
-    assert change_reason(parts, Limits(fix_lines=49)) == "TOO_LARGE"
-    assert change_reason(parts, Limits(fix_files=0)) == "TOO_LARGE"
-    assert change_reason(parts, Limits(fix_lines=50)) is None
+    assert change_reason(parts, ChangeLimits(fix_lines=49)) == "TOO_LARGE"
+    assert change_reason(parts, ChangeLimits(fix_files=0)) == "TOO_LARGE"
+    assert change_reason(parts, ChangeLimits(fix_lines=50)) is None
 
 
 def test_data_only_tests_run_the_modules_of_their_test_directory() -> None:

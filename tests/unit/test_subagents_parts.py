@@ -14,7 +14,13 @@ from pytest_agentbench.agents.subagents.router import normalize_choice
 from pytest_agentbench.agents.subagents.state import State
 from pytest_agentbench.agents.subagents.structured import answer_from, answer_from_text
 from pytest_agentbench.core.events import EventSink
-from pytest_agentbench.llm import AssistantMessage, ChatResult, ModelConfigError, ToolCall, Usage
+from pytest_agentbench.llm import (
+    AssistantMessage,
+    ChatResult,
+    ModelConfigError,
+    TokenUsage,
+    ToolCall,
+)
 from pytest_agentbench.schemas.events import EventAdapter
 from pytest_agentbench.schemas.records import AttemptRecord
 from pytest_agentbench.schemas.records import Usage as RecordUsage
@@ -26,7 +32,7 @@ DIFF = "--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
 
 def result(content: str = "", calls: list[ToolCall] | None = None,
            source: str = "native") -> ChatResult:
-    return ChatResult(AssistantMessage(content, calls or []), "stop", Usage(), 0, 0, 0, None,
+    return ChatResult(AssistantMessage(content, calls or []), "stop", TokenUsage(), 0, 0, 0, None,
                       source)  # type: ignore[arg-type]
 
 

@@ -38,7 +38,7 @@ class Source:
 
 
 @dataclass(frozen=True)
-class Candidate:
+class PackCandidate:
     """A range to consider (1-based, inclusive; None: the whole file), or with `signatures` the
     file's def/class lines only. `excluded` is a reason decided before packing (not in the
     workspace, site-packages...)."""
@@ -107,7 +107,7 @@ def render_signatures(source: Source) -> str:
     return f"{source.path} (signatures only, {source.total} lines):\n```python\n{body}\n```\n"
 
 
-def pack(candidates: list[Candidate], sources: dict[str, Source], budget_tokens: int) -> Packed:
+def pack(candidates: list[PackCandidate], sources: dict[str, Source], budget_tokens: int) -> Packed:
     """Decide every candidate in order (see the module docstring)."""
     packed = Packed(budget_tokens)
     covered: dict[str, list[tuple[int, int]]] = {}
@@ -151,7 +151,7 @@ def pack(candidates: list[Candidate], sources: dict[str, Source], budget_tokens:
     return packed
 
 
-def _signatures(packed: Packed, cand: Candidate, source: Source,
+def _signatures(packed: Packed, cand: PackCandidate, source: Source,
                 covered: list[tuple[int, int]], left: int) -> None:
     if not _uncovered(covered, 1, source.total):
         packed.items.append(Item(cand.path, 1, source.total, False,

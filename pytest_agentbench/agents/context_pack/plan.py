@@ -31,7 +31,7 @@ from pytest_agentbench.agents.context_pack.imports import (
     module_files,
     resolve,
 )
-from pytest_agentbench.agents.context_pack.packing import Candidate, Source
+from pytest_agentbench.agents.context_pack.packing import PackCandidate, Source
 from pytest_agentbench.agents.context_pack.traceback_refs import (
     FailingTest,
     FailureRefs,
@@ -55,7 +55,7 @@ class _Plan:
     def __init__(self, workspace: Container[str], read: Reader, params: PlanParams) -> None:
         self.workspace, self.read_file, self.params = workspace, read, params
         self.sources: dict[str, Source] = {}
-        self.candidates: list[Candidate] = []
+        self.candidates: list[PackCandidate] = []
         self.excluded_paths: set[str] = set()
 
     def read(self, path: str) -> Source | None:
@@ -66,7 +66,7 @@ class _Plan:
             self.sources[path] = source
         return self.sources[path]
 
-    def add(self, cand: Candidate) -> None:
+    def add(self, cand: PackCandidate) -> None:
         if cand not in self.candidates:
             self.candidates.append(cand)
 
@@ -74,12 +74,12 @@ class _Plan:
         """Once per path: the first reason is the one that matters."""
         if path not in self.excluded_paths:
             self.excluded_paths.add(path)
-            self.candidates.append(Candidate(path, reason, excluded=reason))
+            self.candidates.append(PackCandidate(path, reason, excluded=reason))
 
 
 def plan(refs: FailureRefs, workspace: Container[str], read: Reader,
          params: PlanParams | None = None, search: Searcher | None = None,
-         ) -> tuple[list[Candidate], dict[str, Source]]:
+         ) -> tuple[list[PackCandidate], dict[str, Source]]:
     """(candidates best first, the sources read), see the module docstring. `search(regex)`
     gives the (path, line) of matching lines in the workspace's .py files."""
     p = _Plan(workspace, read, params or PlanParams())
@@ -99,21 +99,21 @@ def plan(refs: FailureRefs, workspace: Container[str], read: Reader,
     for module in refs.missing_modules:
         files = module_files(module, workspace)
         if files and p.read(files[0]) is not None:
-            p.add(Candidate(files[0], f"named by an ImportError ({module})"))
+            p.add(PackCandidate(files[0], f"named by an ImportError ({module})"))
             context_files.append(files[0])
         else:
             p.exclude(candidate_paths(module)[0], f"not in workspace (missing module {module})")
             parent = module.rpartition(".")[0]
             package = module_files(parent, workspace)[:1] if parent else []
             if package and p.read(package[0]) is not None:
-                p.add(Candidate(package[0], f"package of the missing module {module}"))
+                p.add(PackCandidate(package[0], f"package of the missing module {module}"))
     tests = [t for t in refs.test_ids if p.read(t.path) is not None]
     for test in tests:
         span = _function_span(p.sources[test.path], test)
         if span is None:
-            p.add(Candidate(test.path, f"failing test {test} (def not found: whole file)"))
+            p.add(PackCandidate(test.path, f"failing test {test} (def not found: whole file)"))
         else:
-            p.add(Candidate(test.path, f"failing test {test}", *span))
+            p.add(PackCandidate(test.path, f"failing test {test}", *span))
     for path in refs.test_files:
         if p.read(path) is None:
             if not _outside(path):
@@ -121,7 +121,7 @@ def plan(refs: FailureRefs, workspace: Container[str], read: Reader,
             continue
         context_files.append(path)
         if not any(t.path == path for t in tests):
-            p.add(Candidate(path, "failing test file (no test id: collection error?)"))
+            p.add(PackCandidate(path, "failing test file (no test id: collection error?)"))
     context_files = list(dict.fromkeys(context_files))
     hot = _named_in_failure(refs, p, tests)
     named = [n for path in context_files for n in _definitions(p, path, hot)]
@@ -129,7 +129,7 @@ def plan(refs: FailureRefs, workspace: Container[str], read: Reader,
     for path in context_files:
         end = _header_end(p.sources[path])
         if end:
-            p.add(Candidate(path, "module header (imports, constants)", 1, end))
+            p.add(PackCandidate(path, "module header (imports, constants)", 1, end))
     for path in context_files:
         _imports(p, path)
     return p.candidates, p.sources
@@ -157,7 +157,7 @@ def _definitions(p: _Plan, path: str, hot: set[str]) -> list[str]:
             found = _definition(p, imported.module, name, hops=1)
             if found is not None:
                 target, span = found
-                p.add(Candidate(target, f"definition of {name} (named in the failure, "
+                p.add(PackCandidate(target, f"definition of {name} (named in the failure, "
                                         f"imported by {path})", *span))
     return names
 
@@ -188,7 +188,7 @@ def _rebindings(p: _Plan, names: list[str], search: Searcher | None) -> None:
         for path, line in search(rf"(^|[\w.]\.){name}\s*=[^=]")[:_MAX_REBINDINGS]:
             source = p.read(path) if not is_test_file(path) else None
             if source is not None:
-                p.add(Candidate(path, f"assigns {name} (named in the failure; search)",
+                p.add(PackCandidate(path, f"assigns {name} (named in the failure; search)",
                                 max(1, line - narrow), min(source.total, line + narrow)))
 
 
@@ -204,8 +204,8 @@ def _imports(p: _Plan, path: str) -> None:
             if target == path or p.read(target) is None:
                 continue
             why = f"imported by {path} (line {imported.line})"
-            p.add(Candidate(target, why))
-            p.add(Candidate(target, f"{why}: signatures only", signatures=True))
+            p.add(PackCandidate(target, why))
+            p.add(PackCandidate(target, f"{why}: signatures only", signatures=True))
 
 
 def _outside(path: str) -> str | None:
@@ -219,21 +219,21 @@ def _outside(path: str) -> str | None:
     return None
 
 
-def _frame_candidates(source: Source, line: int, params: PlanParams) -> list[Candidate]:
+def _frame_candidates(source: Source, line: int, params: PlanParams) -> list[PackCandidate]:
     where = f"traceback frame (line {line})"
     span = _enclosing_function(source, line)
     out = []
     if span is not None and span[1] - span[0] + 1 <= params.cheap_function_lines:
-        out.append(Candidate(source.path, f"{where}: whole function", *span))
+        out.append(PackCandidate(source.path, f"{where}: whole function", *span))
     else:
         wide = params.frame_context_lines
-        out.append(Candidate(source.path, f"{where}: ±{wide} lines", max(1, line - wide),
+        out.append(PackCandidate(source.path, f"{where}: ±{wide} lines", max(1, line - wide),
                              min(source.total, line + wide)))
     narrow = params.narrow_context_lines
     wide_start, wide_end = out[0].start or 1, out[0].end or source.total
     start, end = max(wide_start, line - narrow), min(wide_end, line + narrow)
     if (start, end) != (wide_start, wide_end):  # within the wider range: a fallback only
-        out.append(Candidate(source.path, f"{where}: ±{narrow} lines", start, end))
+        out.append(PackCandidate(source.path, f"{where}: ±{narrow} lines", start, end))
     return out
 
 

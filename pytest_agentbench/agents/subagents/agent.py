@@ -44,8 +44,8 @@ from pytest_agentbench.agents.subagents.roles import (
     TESTER,
     SubagentParams,
 )
-from pytest_agentbench.agents.subagents.router import Decision, decide
-from pytest_agentbench.agents.subagents.specialists import Delegation, Limits, Specialist
+from pytest_agentbench.agents.subagents.router import RouterDecision, decide
+from pytest_agentbench.agents.subagents.specialists import Delegation, Specialist, SpecialistLimits
 from pytest_agentbench.agents.subagents.state import State
 from pytest_agentbench.llm import ModelConfigError
 from pytest_agentbench.schemas.events import Note, utc_now
@@ -107,7 +107,8 @@ class _Run:
             editable = "You may edit only: " + ", ".join(task.agent.editable_globs)
         self.state = State(task.description or task.id, ctx.failing_command,
                            ctx.failing_output, editable)
-        self.specialist = Specialist(self.caller, self.graph, ctx.toolbox, self.state, Limits(
+        self.specialist = Specialist(
+            self.caller, self.graph, ctx.toolbox, self.state, SpecialistLimits(
             params.max_calls_per_delegation, self.cfg.observation_chars, params.state_chars,
             params.max_candidates, params.snippet_chars, self.cfg.max_repeated_errors))
         self.round = 0
@@ -244,6 +245,6 @@ class _Run:
         return outcome
 
 
-def _verb(decision: Decision) -> str:
+def _verb(decision: RouterDecision) -> str:
     return {SEARCHER: "delegate to searcher", PATCHER: "delegate to patcher",
             TESTER: "delegate to tester"}.get(decision.next, decision.next)

@@ -18,7 +18,7 @@ _SYNONYMS = {"search": "searcher", "patch": "patcher", "test": "tester", "done":
 
 
 @dataclass
-class Decision:
+class RouterDecision:
     next: str
     brief: str
 
@@ -46,7 +46,7 @@ def router_brief(state: State, chars: int) -> str:
 
 
 def decide(caller: ModelCaller, graph: DelegationGraph, state: State, round_no: int,
-           prompt: str, chars: int) -> tuple[Decision | None, Node]:
+           prompt: str, chars: int) -> tuple[RouterDecision | None, Node]:
     """The router's decision (None: no usable answer) and its span, still open."""
     spec = SPECS[ROUTER]
     node = graph.start(ROUTER, None, round_no, f"round {round_no}")
@@ -58,7 +58,7 @@ def decide(caller: ModelCaller, graph: DelegationGraph, state: State, round_no: 
         answer = answer_from(result, spec.answer_name, spec.required)
         choice = normalize_choice(answer.get("next") if answer else None)
         if answer is not None and choice is not None and choice not in state.exhausted:
-            return Decision(choice, str(answer.get("brief") or "")[:4000]), node
+            return RouterDecision(choice, str(answer.get("brief") or "")[:4000]), node
         offered = [r for r in ROUTER_CHOICES if r not in state.exhausted]
         problem = ("is out of budget" if choice in state.exhausted
                    else "was not understood")

@@ -48,7 +48,7 @@ _ASK = {
 
 
 @dataclass
-class Limits:
+class SpecialistLimits:
     max_calls: int
     observation_chars: int
     state_chars: int
@@ -70,7 +70,7 @@ class Delegation:
 
 class Specialist:
     def __init__(self, caller: ModelCaller, graph: DelegationGraph, toolbox: Tools,
-                 state: State, limits: Limits) -> None:
+                 state: State, limits: SpecialistLimits) -> None:
         self.caller, self.graph, self.toolbox = caller, graph, toolbox
         self.state, self.limits = state, limits
         self.repeats = RepeatedFailures()  # across delegations: the run stops on a rut

@@ -12,7 +12,7 @@ from pytest_agentbench.text.truncation import truncate
 
 
 @dataclass
-class Candidate:
+class CandidateFile:
     path: str
     start_line: int | None = None
     end_line: int | None = None
@@ -33,7 +33,7 @@ class State:
     failing_output: str
     editable: str = ""
     history: list[str] = field(default_factory=list)
-    candidates: list[Candidate] = field(default_factory=list)
+    candidates: list[CandidateFile] = field(default_factory=list)
     last_patch: str = ""  # "applied to a.py: summary" / "rejected: error"
     last_test: str = ""  # the tester's or the harness's last test run, output tail
     notes: list[str] = field(default_factory=list)  # refusals of an unverified done/finish
@@ -50,7 +50,7 @@ class State:
             path = item["path"].strip()
             if not path or any(c.path == path for c in self.candidates):
                 continue
-            self.candidates.append(Candidate(
+            self.candidates.append(CandidateFile(
                 path, _int(item.get("start_line")), _int(item.get("end_line")),
                 str(item.get("snippet") or "")[:snippet_chars], str(item.get("why") or "")[:300]))
             added += 1
