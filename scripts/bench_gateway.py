@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pytest_agentbench.agents.llm_config import Budget  # noqa: E402
-from pytest_agentbench.core.events import EventSink  # noqa: E402
+from pytest_agentbench.core.event_sink import EventSink  # noqa: E402
 from pytest_agentbench.gateway import ModelGateway  # noqa: E402
 from pytest_agentbench.llm import resolve_model_config  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAIServer, Reply  # noqa: E402

@@ -73,7 +73,7 @@ from pytest_agentbench.text.redaction import Redactor
 from pytest_agentbench.text.signatures import signature
 from pytest_agentbench.text.truncation import truncate
 from pytest_agentbench.tools.results import ToolResult
-from pytest_agentbench.tools.schemas import TOOL_SCHEMAS, WRITE_TOOLS
+from pytest_agentbench.tools.tool_schemas import TOOL_SCHEMAS, WRITE_TOOLS
 
 EDIT_TOOLS = frozenset({"apply_patch", "write_file", "remove_file"})
 KNOWN_TOOLS = frozenset(s["function"]["name"] for s in TOOL_SCHEMAS)

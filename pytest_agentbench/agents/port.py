@@ -35,7 +35,7 @@ class Tools(Protocol):
 
 
 class EventLog(Protocol):
-    """The attempt's event stream (events.jsonl, written by core.events.EventSink)."""
+    """The attempt's event stream (events.jsonl, written by core.event_sink.EventSink)."""
 
     def emit(self, event: Event, /, actor: Actor = "harness") -> str:
         """Write one event (a class of schemas/events.py, e.g. `LLMRequest(...)`) with the

@@ -15,8 +15,8 @@ from pytest_agentbench.agents.port import ProgramNeeds
 from pytest_agentbench.core.attempt_config import AttemptConfig, attempt_id, sandbox_spec
 from pytest_agentbench.core.attempt_record import AttemptFindings
 from pytest_agentbench.core.envcache import CacheHold, Claim
-from pytest_agentbench.core.events import EventSink
-from pytest_agentbench.core.phases import PhaseTimer
+from pytest_agentbench.core.event_sink import EventSink
+from pytest_agentbench.core.phase_timer import PhaseTimer
 from pytest_agentbench.core.program_install import (
     PROGRAM_TARGET,
     ProgramInstallError,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.core.envcache import EnvCache
-from pytest_agentbench.core.events import EventListener
+from pytest_agentbench.core.event_sink import EventListener
 from pytest_agentbench.sandbox.port import ExtraMount, SandboxSpec
 from pytest_agentbench.schemas.task import TaskSpec
 from pytest_agentbench.text.redaction import Redactor

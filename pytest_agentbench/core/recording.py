@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pytest_agentbench.agents.port import AgentOutcome
-from pytest_agentbench.core.events import EventSink
+from pytest_agentbench.core.event_sink import EventSink
 from pytest_agentbench.core.gitops import DiffStat, SnapshotError, Snapshotter
 from pytest_agentbench.core.rundir import AttemptPaths
 from pytest_agentbench.core.snapshot_fold import FoldingSandbox, foldable, split_fold

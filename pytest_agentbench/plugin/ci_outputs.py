@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_agentbench.plugin.hooks import AgentbenchPlugin
+    from pytest_agentbench.plugin.agentbench_plugin import AgentbenchPlugin
 
 PLUGIN_NAME = "agentbench-ci"
 PHASES = ("prepare", "setup", "baseline", "agent", "score")

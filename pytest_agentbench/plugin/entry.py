@@ -1,6 +1,6 @@
 """The pytest entry point (`pytest11`): options, markers and hookspecs, and nothing else until a
 run is asked for with `--agentbench-suite` or `--agentbench-resume`. Only then is the run's
-plugin object (plugin/hooks.py) registered, with the fixtures (plugin/fixtures.py), so an
+plugin object (plugin/agentbench_plugin.py) registered, with the fixtures (plugin/fixtures.py), so an
 inert session does not pay for importing the harness.
 """
 
@@ -56,7 +56,7 @@ def pytest_configure(config: pytest.Config) -> None:
     import pytest_agentbench.plugin.fixtures as fixtures
     import pytest_agentbench.plugin.progress as progress
     import pytest_agentbench.plugin.sequential as sequential_plugin
-    from pytest_agentbench.plugin.hooks import PLUGIN_NAME, AgentbenchPlugin
+    from pytest_agentbench.plugin.agentbench_plugin import PLUGIN_NAME, AgentbenchPlugin
 
     plugin = AgentbenchPlugin.from_config(config, suites)
     config.pluginmanager.register(plugin, PLUGIN_NAME)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentbench.plugin.hooks import AgentbenchPlugin, run_plugin
+from pytest_agentbench.plugin.agentbench_plugin import AgentbenchPlugin, run_plugin
 from pytest_agentbench.plugin.items import TaskError, failure_text, is_error
 from pytest_agentbench.plugin.workers import worker_id
 from pytest_agentbench.run.envcaches import open_env_cache
@@ -21,7 +21,7 @@ from pytest_agentbench.run.hostenv import owner_uid, pip_cache_dir, work_root
 if TYPE_CHECKING:
     from pytest_agentbench.agents.port import Agent
     from pytest_agentbench.core.attempt_config import SharedAttemptConfig
-    from pytest_agentbench.core.events import EventListener
+    from pytest_agentbench.core.event_sink import EventListener
     from pytest_agentbench.repos.mirror import MirrorCache
     from pytest_agentbench.sandbox.port import SandboxFactory
 

@@ -1,6 +1,6 @@
 """Collection: each task.yaml becomes a TaskFile whose items are the task's attempts; a task that
 does not load becomes one ERROR item. The collectors get what they show from the plugin's hooks
-(plugin/hooks.py) as constructor arguments and look nothing up themselves.
+(plugin/agentbench_plugin.py) as constructor arguments and look nothing up themselves.
 """
 
 from __future__ import annotations
@@ -256,7 +256,7 @@ class InvalidTaskItem(pytest.Item):
         lines = [str(p) for p in self.problems]
         record = self.invalid_record(self.task_dir, lines)
         if record is not None:
-            self.agentbench_record = record  # attached to the report (plugin/hooks.py)
+            self.agentbench_record = record  # attached to the report (plugin/agentbench_plugin.py)
         raise InvalidTaskSpec("\n".join(lines) or "invalid task")
 
     def runtest(self) -> None:  # pragma: no cover - setup always raises

@@ -2,7 +2,7 @@
 
 Path options are written `--agentbench-out=DIR`: pytest picks its rootdir before it knows a
 plugin's options, so in `--agentbench-out DIR` the DIR is first read as a test path (the run
-refuses that spelling with one line when it changed the rootdir; see plugin/hooks.py).
+refuses that spelling with one line when it changed the rootdir; see plugin/agentbench_plugin.py).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ score) and which agent step, as pytest's verbosity asks.
 - every such line is also a record of the `pytest_agentbench.progress` logger at INFO, so
   `--log-cli-level=INFO` shows them as live log records (then the plain lines are left out).
 
-Where the lines come from: the pipeline's own events (core/events.py), never new calls in core.
+Where the lines come from: the pipeline's own events (core/event_sink.py), never new calls in core.
 In one process the attempt's EventSink calls `listener` (AttemptConfig.event_listener) as it writes
 each event. Under xdist a worker's output is never shown live, but every worker already appends
 its events to `events/<session>-<worker>.jsonl` in the run directory: a controller thread tails
@@ -29,7 +29,7 @@ import pytest
 from pytest_agentbench.plugin.workers import is_worker
 
 if TYPE_CHECKING:
-    from pytest_agentbench.plugin.hooks import AgentbenchPlugin
+    from pytest_agentbench.plugin.agentbench_plugin import AgentbenchPlugin
 
 PLUGIN_NAME = "agentbench-progress"
 LOGGER = logging.getLogger("pytest_agentbench.progress")

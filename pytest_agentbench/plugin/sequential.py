@@ -34,7 +34,7 @@ from pytest_agentbench.plugin.workers import is_worker
 from pytest_agentbench.schemas.records import attempt_key
 
 if TYPE_CHECKING:
-    from pytest_agentbench.plugin.hooks import AgentbenchPlugin
+    from pytest_agentbench.plugin.agentbench_plugin import AgentbenchPlugin
 
 PLUGIN_NAME = "agentbench-sequential"
 STOP_FILE = ".sequential-stop"

@@ -5,7 +5,7 @@ Layout under the cache root (default ``~/.cache/agentbench/git``, env ``AGENTBEN
     <key>.git/             bare mirror of one URL (key = sha256(normalized url)[:16])
     <key>.git/origin.txt   the URL it mirrors, credentials redacted
     <key>.lock             flock: shared to read, exclusive to create/fetch/repair
-    <key>.snapshots/<sha>/ pack of one commit's history, copied into workspaces
+    <key>.packs/<sha>/ pack of one commit's history, copied into workspaces
 
 The URL (which may carry credentials) is never written into the mirror's git config: every
 fetch is given the caller's URL explicitly, after ``--`` (a URL is never read as an option), and
@@ -23,7 +23,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest_agentbench.repos.snapshots as snapshots
+import pytest_agentbench.repos.commit_packs as commit_packs
 import pytest_agentbench.repos.workspace as workspace
 from pytest_agentbench.repos.gitcmd import GitFailed, RepoError, redact, run_git
 from pytest_agentbench.repos.locks import file_lock
@@ -59,14 +59,14 @@ class MirrorCache:
     """One bare mirror per repository URL, safe to share between processes."""
 
     def __init__(
-        self, root: Path | None = None, git_timeout: float = 300.0, snapshot_keep: int = 16
+        self, root: Path | None = None, git_timeout: float = 300.0, pack_keep: int = 16
     ) -> None:
         root_dir = Path(root).expanduser() if root is not None else default_root()
         self.root = root_dir.absolute()  # every path given to git starts with '/'
 
         self.git_timeout = git_timeout
         self.lock_timeout = 3 * git_timeout  # a holder runs a few git commands at most
-        self.snapshot_keep = snapshot_keep
+        self.pack_keep = pack_keep
 
     # ----------------------------------------------------------------- public API
 
@@ -233,33 +233,33 @@ class MirrorCache:
                 f"git mirror {mirror} of {redact(url)} is unusable even after re-cloning: {exc}"
             ) from None
         shutil.rmtree(mirror, ignore_errors=True)
-        shutil.rmtree(self._snapshots_root(url), ignore_errors=True)
+        shutil.rmtree(self._packs_root(url), ignore_errors=True)
 
     # ----------------------------------------------------------------- workspaces
 
     def _populate(self, url: str, mirror: Path, full: str, dest: Path,
                   owner_uid: int | None = None) -> None:
-        """git init ``dest`` and copy in the commit's snapshot pack (building it if needed)."""
-        snap = self._snapshots_root(url) / full
+        """git init ``dest`` and copy in the commit's commit pack (building it if needed)."""
+        pack = self._packs_root(url) / full
         with self._lock(url, shared=True):
-            packs = snapshots.snapshot_packs(snap)
+            packs = commit_packs.commit_pack_files(pack)
             if packs:
-                snapshots.touch(snap)
+                commit_packs.touch(pack)
                 workspace.init_repo(dest, packs, self.git_timeout, owner_uid)
                 return
         with self._lock(url, shared=False):
-            if not snapshots.snapshot_packs(snap):
-                self._build_snapshot(url, mirror, full, snap)
-            workspace.init_repo(dest, snapshots.snapshot_packs(snap), self.git_timeout,
+            if not commit_packs.commit_pack_files(pack):
+                self._build_commit_pack(url, mirror, full, pack)
+            workspace.init_repo(dest, commit_packs.commit_pack_files(pack), self.git_timeout,
                                owner_uid)
 
-    def _build_snapshot(self, url: str, mirror: Path, full: str, snap: Path) -> None:
+    def _build_commit_pack(self, url: str, mirror: Path, full: str, pack: Path) -> None:
         """Under the exclusive lock. pack-objects failing means a broken mirror: re-clone once."""
         for attempt in (0, 1):
             try:
-                shutil.rmtree(snap, ignore_errors=True)
-                snapshots.build_snapshot(mirror, full, snap, self.git_timeout)
-                snapshots.evict(snap.parent, self.snapshot_keep)
+                shutil.rmtree(pack, ignore_errors=True)
+                commit_packs.build_commit_pack(mirror, full, pack, self.git_timeout)
+                commit_packs.evict(pack.parent, self.pack_keep)
                 return
             except GitFailed as exc:
                 self._give_up_or_remove(url, mirror, attempt, exc)
@@ -270,8 +270,8 @@ class MirrorCache:
     def _mirror_path(self, url: str) -> Path:
         return self.root / f"{mirror_key(url)}.git"
 
-    def _snapshots_root(self, url: str) -> Path:
-        return self.root / f"{mirror_key(url)}.snapshots"
+    def _packs_root(self, url: str) -> Path:
+        return self.root / f"{mirror_key(url)}.packs"
 
     def _lock(self, url: str, *, shared: bool) -> AbstractContextManager[None]:
         return file_lock(

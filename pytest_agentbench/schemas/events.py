@@ -2,7 +2,7 @@
 
 An event is one small class per type (`CommandFinished`, `Note`, ...) holding its payload; the
 pipeline writes it as an object, `sink.emit(CommandFinished(...))`, so mypy and pydantic check its
-fields where it is made. The sink (core/events.py) adds the `Envelope` (ids, sequence, wall and
+fields where it is made. The sink (core/event_sink.py) adds the `Envelope` (ids, sequence, wall and
 monotonic time, causality, actor) and writes one JSON line: the envelope's fields, then `type`,
 then the payload's. Readers validate such a line with `EventAdapter`.
 """

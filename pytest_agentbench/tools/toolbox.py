@@ -33,7 +33,7 @@ from pytest_agentbench.tools.edit_rules import (
 )
 from pytest_agentbench.tools.patching import PatchError, normalize_path, plan_patch
 from pytest_agentbench.tools.results import ErrorType, ToolPolicy, ToolResult
-from pytest_agentbench.tools.schemas import (
+from pytest_agentbench.tools.tool_schemas import (
     TOOL_SCHEMAS,
     WRITE_TOOLS,
     ArgumentError,

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.core.events import EventSink
+from pytest_agentbench.core.event_sink import EventSink
 from pytest_agentbench.core.gitops import APPLY_PATCH
 from pytest_agentbench.core.recording import RecordingToolbox
 from pytest_agentbench.core.rundir import AttemptPaths

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from pytest_agentbench.agents.llm_config import Budget
-from pytest_agentbench.core.events import EventSink
+from pytest_agentbench.core.event_sink import EventSink
 from pytest_agentbench.gateway import ModelGateway
 from pytest_agentbench.llm import resolve_model_config
 from tests.fakes.openai_server import FakeOpenAIServer, Step

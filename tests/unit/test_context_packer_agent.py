@@ -19,7 +19,7 @@ import pytest
 from pytest_agentbench.agents.context_packer import ContextPackerAgent
 from pytest_agentbench.agents.port import AgentContext, AgentError
 from pytest_agentbench.agents.variants import Variant, VariantError, agent_builder, load_variant
-from pytest_agentbench.core.events import EventSink
+from pytest_agentbench.core.event_sink import EventSink
 from pytest_agentbench.schemas.task import TaskSpec
 from pytest_agentbench.schemas.taxonomy import Reason
 from pytest_agentbench.tools.results import ErrorType, ToolResult

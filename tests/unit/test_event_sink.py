@@ -10,7 +10,7 @@ from typing import Any
 import pydantic
 import pytest
 
-from pytest_agentbench.core.events import EventSink
+from pytest_agentbench.core.event_sink import EventSink
 from pytest_agentbench.schemas.events import (
     CommandFinished,
     Envelope,

@@ -20,7 +20,7 @@ from pytest_agentbench.agents.llm_config import LLMAgentConfig, load_prompt
 from pytest_agentbench.agents.llm_v0 import LLMAgent, _Run
 from pytest_agentbench.agents.port import AgentContext, AgentError, AgentOutcome
 from pytest_agentbench.agents.variants import Variant, VariantError, agent_builder, load_variant
-from pytest_agentbench.core.events import EventSink
+from pytest_agentbench.core.event_sink import EventSink
 from pytest_agentbench.llm import ModelConfigError, OpenAICompatClient, resolve_model_config
 from pytest_agentbench.schemas.task import TaskSpec
 from pytest_agentbench.schemas.taxonomy import Reason

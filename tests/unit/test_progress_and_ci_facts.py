@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.core.before_agent import TAIL_LINE_CHARS, failure_tail
-from pytest_agentbench.core.events import EventSink
+from pytest_agentbench.core.event_sink import EventSink
 from pytest_agentbench.plugin.ci_outputs import (
     _rebook_duration,
     attempt_facts,

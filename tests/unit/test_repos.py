@@ -256,13 +256,13 @@ def test_leftover_of_a_crashed_clone_is_ignored(source, cache, tmp_path):
     assert not leftover.exists() and mirrors(cache) == [co.mirror]
 
 
-def test_only_the_newest_snapshots_are_kept(source, tmp_path):
+def test_only_the_newest_commit_packs_are_kept(source, tmp_path):
     repo, shas = source
-    cache = MirrorCache(tmp_path / "cache", snapshot_keep=2)
+    cache = MirrorCache(tmp_path / "cache", pack_keep=2)
     for i, sha in enumerate(shas):
         cache.checkout(str(repo), sha, tmp_path / f"ws{i}")
-    snapshots = cache.root / f"{mirror_key(str(repo))}.snapshots"
-    assert sorted(p.name for p in snapshots.iterdir()) == sorted(shas[1:])
+    commit_packs = cache.root / f"{mirror_key(str(repo))}.packs"
+    assert sorted(p.name for p in commit_packs.iterdir()) == sorted(shas[1:])
 
 
 def _checkout_in_child(root: str, url: str, commit: str, dest: str) -> None:

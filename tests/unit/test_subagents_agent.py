@@ -15,7 +15,7 @@ import pytest
 from pytest_agentbench.agents.port import AgentContext, AgentError, AgentOutcome
 from pytest_agentbench.agents.subagents.agent import SubagentsAgent
 from pytest_agentbench.agents.variants import Variant, VariantError, agent_builder, load_variant
-from pytest_agentbench.core.events import EventSink
+from pytest_agentbench.core.event_sink import EventSink
 from pytest_agentbench.schemas.events import EventAdapter
 from pytest_agentbench.schemas.records import Usage
 from pytest_agentbench.schemas.task import TaskSpec

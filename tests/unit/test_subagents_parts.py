@@ -13,7 +13,7 @@ from pytest_agentbench.agents.subagents.roles import DEFAULT_SHARES, SPECS, Suba
 from pytest_agentbench.agents.subagents.router import normalize_choice
 from pytest_agentbench.agents.subagents.state import State
 from pytest_agentbench.agents.subagents.structured import answer_from, answer_from_text
-from pytest_agentbench.core.events import EventSink
+from pytest_agentbench.core.event_sink import EventSink
 from pytest_agentbench.llm import (
     AssistantMessage,
     ChatResult,

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_agentbench.agents.llm_config import parse_params
 from pytest_agentbench.llm import ModelConfigError
-from pytest_agentbench.tools.schemas import TOOL_SCHEMAS
+from pytest_agentbench.tools.tool_schemas import TOOL_SCHEMAS
 
 ROUTER, SEARCHER, PATCHER, TESTER = "router", "searcher", "patcher", "tester"
 ROLES = (ROUTER, SEARCHER, PATCHER, TESTER)

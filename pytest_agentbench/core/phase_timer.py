@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from pytest_agentbench.core.events import EventSink
+from pytest_agentbench.core.event_sink import EventSink
 from pytest_agentbench.schemas.events import PhaseFinished, PhaseStarted
 
 
