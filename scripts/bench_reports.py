@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     from pytest_agentbench.reporting import render
     from pytest_agentbench.reporting.gate import gate
-    from pytest_agentbench.reporting.html import render_html
+    from pytest_agentbench.reporting.html.run_page import render_html
     from pytest_agentbench.reporting.load import Run, load_run, load_runs
     from pytest_agentbench.reporting.paired import compare
     from pytest_agentbench.reporting.summary import summarize

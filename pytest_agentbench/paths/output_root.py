@@ -18,7 +18,7 @@ MARKER = ".agentbench-output-root"
 GITIGNORE = ".gitignore"
 RUN_FILE = "run.json"
 LATEST = "latest"
-INDEX_FILES = ("index.html", ".index_cache.json", ".index.lock")  # reporting/html_index.py
+INDEX_FILES = ("index.html", ".index_cache.json", ".index.lock")  # reporting/html/index.py
 _MARKER_TEXT = ("This directory holds pytest-agentbench runs (generated). pytest does not collect "
                 "below it while pytest-agentbench is installed; git ignores it (.gitignore).\n")
 _GITIGNORE_TEXT = "# pytest-agentbench's output root: generated runs, never committed\n*\n"

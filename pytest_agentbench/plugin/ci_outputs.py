@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 PLUGIN_NAME = "agentbench-ci"
 PHASES = ("prepare", "setup", "baseline", "agent", "score")
 CALL_PHASES = ("agent", "score")  # booked as the test's "call"; the others stay in "setup"
-HTML_FILE = "report.html"  # reporting/html.py's HTML_FILE, written by run/finish.py
+HTML_FILE = "report.html"  # reporting/html/run_page.py's HTML_FILE, written by run/finish.py
 
 
 def attempt_facts(record: dict[str, Any], run_dir: Path) -> dict[str, Any]:

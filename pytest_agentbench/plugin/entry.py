@@ -1,7 +1,7 @@
 """The pytest entry point (`pytest11`): options, markers and hookspecs, and nothing else until a
 run is asked for with `--agentbench-suite` or `--agentbench-resume`. Only then is the run's
-plugin object (plugin/agentbench_plugin.py) registered, with the fixtures (plugin/fixtures.py), so an
-inert session does not pay for importing the harness.
+plugin object (plugin/agentbench_plugin.py) registered, with the fixtures (plugin/fixtures.py),
+so an inert session does not pay for importing the harness.
 """
 
 from __future__ import annotations

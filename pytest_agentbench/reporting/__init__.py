@@ -26,7 +26,7 @@ _EXPORTS = {
     "GateResult": "gate", "gate": "gate",
     "CompareReport": "compare", "compare_runs": "compare", "render_compare": "compare_render",
     "render_summary": "render", "render_paired": "render", "render_gate": "render",
-    "render_html": "html", "write_html": "html",
+    "render_html": "html.run_page", "write_html": "html.run_page",
     "add_report_commands": "cli",
 }
 __all__ = sorted(_EXPORTS)

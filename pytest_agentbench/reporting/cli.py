@@ -90,7 +90,7 @@ def add_report_commands(subparsers: Any) -> None:
                       help="also write the full table (every run and scope) as CSV here")
     comp.set_defaults(func=_run_compare)
 
-    from pytest_agentbench.reporting.html_cli import add_html_commands
+    from pytest_agentbench.reporting.html.cli import add_html_commands
 
     add_html_commands(kinds)  # index, paired-html, compare-html
 
@@ -169,7 +169,7 @@ def _run_summary(args: argparse.Namespace) -> int:
         run = load_run(run_dir(args.run, args), validate=args.validate, fields=fields)
         summary = summarize(run, infra_as_failure=args.infra_as_failure)
         if args.format == "html":
-            from pytest_agentbench.reporting.html import render_html
+            from pytest_agentbench.reporting.html.run_page import render_html
 
             text = render_html(run, summary)
         else:
@@ -183,7 +183,7 @@ def _run_summary(args: argparse.Namespace) -> int:
 
 
 def _run_html(args: argparse.Namespace) -> int:
-    from pytest_agentbench.reporting.html import write_html
+    from pytest_agentbench.reporting.html.run_page import write_html
 
     try:
         directory = run_dir(args.run, args)

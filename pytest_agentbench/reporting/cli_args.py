@@ -1,4 +1,4 @@
-"""What the `report` commands share (reporting/cli.py and html_cli.py): the output root and
+"""What the `report` commands share (reporting/cli.py and html/cli.py): the output root and
 pairing options, naming a run, loading a pair or a list of runs and pairing them, the error line."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from typing import Any, Literal
 ATTEMPTS_FILE = "attempts.jsonl"
 RUN_FILE = "run.json"
 EVENTS_FILE = "events.jsonl"
-INDEX_FILE = "index.html"  # in the output root: every run under it (html_index.py)
+INDEX_FILE = "index.html"  # in the output root: every run under it (html/index.py)
 
 Fields = Literal["summary", "pairing", "all"]
 """What `load_run` parses: the summary's fields, the pairing's, or all."""

@@ -73,8 +73,8 @@ def end_run(
 
 
 def write_runs_index(run_dir: Path) -> Path:
-    """`<output root>/index.html`, the list of every run there (reporting/html_index.py)."""
-    from pytest_agentbench.reporting.html_index import write_index
+    """`<output root>/index.html`, the list of every run there (reporting/html/index.py)."""
+    from pytest_agentbench.reporting.html.index import write_index
 
     return write_index(run_dir.resolve().parent)
 

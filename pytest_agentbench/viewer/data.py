@@ -101,7 +101,7 @@ class Store:
     # ------------------------------------------------------------------ the runs index
 
     def runs(self) -> dict[str, Any]:
-        from pytest_agentbench.reporting.html_index import collect
+        from pytest_agentbench.reporting.html.index import collect
 
         names = confine.run_names(self.root)
         stamp = tuple((n, self.stamp(self.root / n)) for n in names)
@@ -153,7 +153,7 @@ class Store:
 
     def attempt(self, name: str, task_id: str, index: int) -> dict[str, Any]:
         """One attempt's drill-down data (reporting.html's), redacted."""
-        from pytest_agentbench.reporting.html import _attempt
+        from pytest_agentbench.reporting.html.run_page import _attempt
         from pytest_agentbench.reporting.load import load_events
         from pytest_agentbench.text.redaction import Redactor
 

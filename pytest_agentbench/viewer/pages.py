@@ -38,7 +38,7 @@ def _sha(text: str) -> str:
 
 @lru_cache(maxsize=1)
 def report_csp() -> str:
-    from pytest_agentbench.reporting.html_assets import CSS, JS
+    from pytest_agentbench.reporting.html.assets import CSS, JS
 
     return (f"default-src 'none'; script-src 'sha256-{_sha(JS)}'; style-src 'sha256-{_sha(CSS)}'; "
             f"img-src data:; form-action 'none'; {_COMMON}")
@@ -49,7 +49,7 @@ def static_file(name: str) -> bytes:
     """`viewer.js`, or `viewer.css` (reporting's style sheet, then the viewer's own rules)."""
     data = files("pytest_agentbench.viewer").joinpath("static", name).read_bytes()
     if name.endswith(".css"):
-        from pytest_agentbench.reporting.html_assets import CSS
+        from pytest_agentbench.reporting.html.assets import CSS
 
         data = CSS.encode("utf-8") + b"\n" + data
     return data
@@ -90,7 +90,7 @@ def error_page(title: str, message: str) -> str:
 def run_page(store: Store, name: str) -> str:
     """reporting's run page of `name`, rendered now (a run in progress included)."""
     import pytest_agentbench.reporting.load as load
-    from pytest_agentbench.reporting.html import render_html
+    from pytest_agentbench.reporting.html.run_page import render_html
     from pytest_agentbench.reporting.summary import summarize
 
     path = store.run_path(name)
@@ -117,7 +117,7 @@ def pairing_options(query: dict[str, list[str]]) -> dict[str, Any]:
 
 
 def paired_page(store: Store, a: str, b: str, options: dict[str, Any]) -> str:
-    from pytest_agentbench.reporting.html_pages import render_paired_html
+    from pytest_agentbench.reporting.html.pages import render_paired_html
     from pytest_agentbench.reporting.load import load_runs
     from pytest_agentbench.reporting.paired import compare
 
@@ -128,7 +128,7 @@ def paired_page(store: Store, a: str, b: str, options: dict[str, Any]) -> str:
 
 def compare_page(store: Store, names: list[str], options: dict[str, Any]) -> str:
     from pytest_agentbench.reporting.compare import compare_runs
-    from pytest_agentbench.reporting.html_pages import render_compare_html
+    from pytest_agentbench.reporting.html.pages import render_compare_html
     from pytest_agentbench.reporting.load import load_runs
     from pytest_agentbench.reporting.names import ReportError
 

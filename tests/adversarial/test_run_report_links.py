@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.reporting.html import write_html
+from pytest_agentbench.reporting.html.run_page import write_html
 from tests.support.synthetic import make_record, write_artifacts, write_run
 
 SECRET = "AGENTBENCH-SECRET-MARKER-7f3a"

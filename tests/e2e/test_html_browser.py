@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.reporting.html import write_html
+from pytest_agentbench.reporting.html.run_page import write_html
 
 try:  # the browser test needs it; a missing package skips (or fails under CI) below
     from playwright.sync_api import expect
@@ -205,8 +205,8 @@ def _watch(page: Any, errors: list[str], console: list[str], remote: list[str]) 
 
 def test_paired_compare_and_index_pages(tmp_path: Path) -> None:
     from pytest_agentbench.reporting.compare import compare_runs
-    from pytest_agentbench.reporting.html_index import write_index
-    from pytest_agentbench.reporting.html_pages import write_compare_html, write_paired_html
+    from pytest_agentbench.reporting.html.index import write_index
+    from pytest_agentbench.reporting.html.pages import write_compare_html, write_paired_html
     from pytest_agentbench.reporting.load import load_runs
     from pytest_agentbench.reporting.paired import compare
 

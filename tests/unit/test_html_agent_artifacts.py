@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-import pytest_agentbench.reporting.html as html
+import pytest_agentbench.reporting.html.run_page as html
 from pytest_agentbench.reporting.agent_artifacts import parse_delegation
 from pytest_agentbench.reporting.load import load_run
 from pytest_agentbench.reporting.summary import summarize

@@ -8,9 +8,9 @@ import json
 import re
 from pathlib import Path
 
-from pytest_agentbench.reporting import html_cli
-from pytest_agentbench.reporting.html_index import CACHE_FILE, write_index
-from pytest_agentbench.reporting.html_pages import render_paired_html
+from pytest_agentbench.reporting.html.index import CACHE_FILE, write_index
+from pytest_agentbench.reporting.html.pages import render_paired_html
+from pytest_agentbench.reporting.html import cli as html_cli
 from pytest_agentbench.reporting.load import load_runs
 from pytest_agentbench.reporting.paired import compare
 from tests.support.synthetic import make_record, write_run
@@ -115,7 +115,7 @@ def test_run_end_writes_the_output_roots_index(tmp_path: Path) -> None:
 
 
 def test_run_page_links_the_index_the_plugin_writes_next(tmp_path: Path) -> None:
-    from pytest_agentbench.reporting.html import write_html
+    from pytest_agentbench.reporting.html.run_page import write_html
 
     root = tmp_path / "out"
     _run(root, "a", {(0, 0)})

@@ -8,14 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.reporting.html import UNBOUNDED_NOTE, run_cards
-from pytest_agentbench.reporting.html_svg import frontier_chart
-from pytest_agentbench.reporting.html_timeline import spans, step_numbers
+from pytest_agentbench.reporting.html.run_page import UNBOUNDED_NOTE, run_cards
+from pytest_agentbench.reporting.html.svg import frontier_chart
+from pytest_agentbench.reporting.html.timeline import spans, step_numbers
 from pytest_agentbench.reporting.load import load_run
 from pytest_agentbench.reporting.summary import summarize
 from tests.support.synthetic import make_record, write_run
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "pytest_agentbench" / "reporting" / "templates"
+TEMPLATES = (Path(__file__).resolve().parents[2] / "pytest_agentbench" / "reporting" / "html"
+             / "templates")
 
 
 def _extent(shape: dict[str, Any]) -> tuple[float, float, float]:

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.reporting import html_svg
-from pytest_agentbench.reporting.html import render_html, write_html
-from pytest_agentbench.reporting.html_env import json_payload, task_href
-from pytest_agentbench.reporting.html_timeline import spans
+from pytest_agentbench.reporting.html.env import json_payload, task_href
+from pytest_agentbench.reporting.html.run_page import render_html, write_html
+from pytest_agentbench.reporting.html import svg as html_svg
+from pytest_agentbench.reporting.html.timeline import spans
 from pytest_agentbench.reporting.load import load_run
 from pytest_agentbench.reporting.summary import summarize
 from tests.support.synthetic import make_record, write_artifacts, write_run

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-import pytest_agentbench.reporting.html as html
+import pytest_agentbench.reporting.html.run_page as html
 import pytest_agentbench.reporting.render as render
 from pytest_agentbench.reporting.gate import gate
 from pytest_agentbench.reporting.load import load_run
@@ -229,7 +229,7 @@ def test_a_retried_attempt_pairs_as_one_attempt(tmp_path: Path) -> None:
 
 
 def test_schema_documents_the_new_fields(tmp_path: Path) -> None:
-    doc = (Path(html.__file__).parent / "SCHEMA.md").read_text(encoding="utf-8")
+    doc = (Path(html.__file__).parents[1] / "SCHEMA.md").read_text(encoding="utf-8")
     s = summarize(load_run(run_dir(tmp_path, "r", two_engine_records()))).data
     keys = {"engines", "infra_retries", *s["engines"], *s["engines"]["by_engine"][0],
             *s["infra_retries"], *s["infra_retries"]["lost"][0], *s["infra_retries"]["last_try"]}

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest_agentbench.reporting.html as html
+import pytest_agentbench.reporting.html.run_page as html
 import pytest_agentbench.reporting.load as load
 import pytest_agentbench.reporting.render as render
 from pytest_agentbench.reporting.gate import gate

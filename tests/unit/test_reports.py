@@ -14,7 +14,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.proportion import proportion_confint
 
 import pytest_agentbench.reporting.cli as cli
-import pytest_agentbench.reporting.html as html
+import pytest_agentbench.reporting.html.run_page as html
 import pytest_agentbench.reporting.render as render
 from pytest_agentbench.reporting.gate import gate
 from pytest_agentbench.reporting.load import ReportError, load_run, load_runs

@@ -5,8 +5,8 @@ data (events from `events.jsonl`, `agent/tool_calls.jsonl`, `agent/conversation.
 `diffs/*.patch`, `logs/*.txt`, and the context manifest and delegation graph some agents write,
 see agent_artifacts.py, under each attempt's `artifact_paths.task_dir`) is embedded as
 JSON and rendered by the script on first open. Every value is escaped: it is agent output.
-The page is the Jinja2 template `templates/run.html.j2` (autoescaped, see html_env.py); charts
-are geometry from html_svg.py. Each task row has the id `task-<task id>`: a link to
+The page is the Jinja2 template `templates/run.html.j2` (autoescaped, see env.py); charts
+are geometry from svg.py. Each task row has the id `task-<task id>`: a link to
 `report.html#task-<id>` (the paired page's) opens its drill-down.
 Every embedded text also passes through a `Redactor` (the credential patterns by default; the
 plugin passes the run's own, which knows each task's secrets): the artifacts of a run written
@@ -30,17 +30,17 @@ import numpy as np
 from markupsafe import Markup
 
 import pytest_agentbench.reporting.engine_report as engine_report
-import pytest_agentbench.reporting.html_svg as html_svg
+import pytest_agentbench.reporting.html.svg as html_svg
 from pytest_agentbench.reporting.agent_artifacts import agent_artifacts
-from pytest_agentbench.reporting.html_assets import JS
-from pytest_agentbench.reporting.html_env import (
+from pytest_agentbench.reporting.html.assets import JS
+from pytest_agentbench.reporting.html.env import (
     json_payload,
     pct,
     render,
     task_anchor,
     write_atomic,
 )
-from pytest_agentbench.reporting.html_timeline import StepNumbers, spans, step_numbers
+from pytest_agentbench.reporting.html.timeline import StepNumbers, spans, step_numbers
 from pytest_agentbench.reporting.load import Run, load_events, load_run
 from pytest_agentbench.reporting.names import INDEX_FILE
 from pytest_agentbench.reporting.run_files import (

@@ -59,7 +59,7 @@ def add_html_commands(kinds: Any) -> None:
 
 
 def run_index(args: argparse.Namespace) -> int:
-    from pytest_agentbench.reporting.html_index import write_index
+    from pytest_agentbench.reporting.html.index import write_index
     from pytest_agentbench.reporting.runs import output_root
 
     try:
@@ -72,7 +72,7 @@ def run_index(args: argparse.Namespace) -> int:
 
 
 def run_paired_html(args: argparse.Namespace) -> int:
-    from pytest_agentbench.reporting.html_pages import write_paired_html
+    from pytest_agentbench.reporting.html.pages import write_paired_html
 
     try:
         path = write_paired_html(paired_report(args), args.output)
@@ -83,7 +83,7 @@ def run_paired_html(args: argparse.Namespace) -> int:
 
 
 def run_compare_html(args: argparse.Namespace) -> int:
-    from pytest_agentbench.reporting.html_pages import write_compare_html
+    from pytest_agentbench.reporting.html.pages import write_compare_html
 
     try:
         path = write_compare_html(compare_report(args, "compare-html"), args.output)

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.reporting.html_env import pct, relative_href, render, write_atomic
+from pytest_agentbench.reporting.html.env import pct, relative_href, render, write_atomic
 from pytest_agentbench.reporting.names import (
     ATTEMPTS_FILE,
     INDEX_FILE,

@@ -2,7 +2,7 @@
 
 Autoescaping is on for every template: values from a run (task ids, variant names, summaries)
 are agent or user text and reach the page escaped. Markup made in Python is never passed in;
-charts are geometry (numbers and labels, see html_svg.py) that the `svg.html.j2` macro draws.
+charts are geometry (numbers and labels, see svg.py) that the `svg.html.j2` macro draws.
 The drill-down data goes in as JSON inside `<script type="application/json">`, with `<`, `>`
 and `&` written as \\u escapes so no value can close the script element.
 """
@@ -19,7 +19,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from pytest_agentbench.reporting.html_assets import CSS
+from pytest_agentbench.reporting.html.assets import CSS
 
 
 def pct(x: float | None, digits: int = 1) -> str:
@@ -32,7 +32,7 @@ def usd(x: float | None, digits: int = 4) -> str:
 
 @lru_cache(maxsize=1)
 def environment() -> Environment:
-    env = Environment(loader=PackageLoader("pytest_agentbench.reporting", "templates"),
+    env = Environment(loader=PackageLoader("pytest_agentbench.reporting.html", "templates"),
                       autoescape=True, trim_blocks=True, lstrip_blocks=True,
                       undefined=StrictUndefined, auto_reload=False)
     env.filters["pct"] = pct

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_agentbench.reporting.html_env import pct
+from pytest_agentbench.reporting.html.env import pct
 
 Shape = dict[str, Any]
 BLAME_COLORS = {"agent": "#cf222e", "task": "#8c959f", "infra": "#bf8700"}

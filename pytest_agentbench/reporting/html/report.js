@@ -1,49 +1,4 @@
-"""Inline CSS and JavaScript of the HTML run report (no network, no external files).
 
-The script builds each task's drill-down only when it is first opened (lazy rendering), and puts
-every value from the run into the page with `textContent`, never as markup: the content is
-untrusted agent output.
-"""
-
-CSS = """
-:root{--ok:#1a7f37;--bad:#cf222e;--task:#8c959f;--infra:#bf8700;--fg:#1f2328;--mut:#59636e}
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;color:var(--fg);margin:0 auto;
- max-width:1200px;padding:16px 24px}
-h1{font-size:22px;margin:8px 0}h2{font-size:17px;margin:24px 0 8px;border-bottom:1px solid #ddd}
-.muted{color:var(--mut)}.cards{display:flex;gap:12px;flex-wrap:wrap;margin:12px 0}
-.card{border:1px solid #ddd;border-radius:8px;padding:8px 14px;min-width:120px}
-.card b{display:block;font-size:20px}.plots{display:flex;flex-wrap:wrap;gap:16px}
-.plot{border:1px solid #eee;border-radius:8px;padding:6px;max-width:640px}
-#frontier{max-width:none}.plot h3{font-size:13px;margin:2px 6px}
-table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;
- border-bottom:1px solid #eee;vertical-align:top}th{background:#f6f8fa;position:sticky;top:0}
-tr.task:hover{background:#f6f8fa}button.open{font:inherit;border:1px solid #ccc;border-radius:6px;
- background:#fff;cursor:pointer;padding:1px 8px}
-.pass{color:var(--ok);font-weight:600}.fail{color:var(--bad);font-weight:600}
-.drill-body{padding:8px 4px 16px 16px;border-left:3px solid #d0d7de}
-details{margin:4px 0}summary{cursor:pointer}
-pre{background:#f6f8fa;padding:8px;overflow:auto;max-height:420px;white-space:pre-wrap;
- word-break:break-word;margin:4px 0}
-.diff .add{color:#116329;background:#dafbe1}.diff .del{color:#82071e;background:#ffebe9}
-.diff .hunk{color:#0550ae}.tl td{font-family:ui-monospace,monospace;font-size:12px}
-.controls{display:flex;gap:8px;margin:8px 0}.controls input{flex:1;padding:4px 8px}
-.note{color:var(--mut);font-style:italic}
-tr.excluded td{color:var(--mut)}tr.task.target{background:#fff8c5}tr.task{scroll-margin-top:40px}
-.card-note{display:block;font-size:12px;color:var(--infra);max-width:240px}
-svg.timeline{display:block;max-width:100%}.crumbs{margin:0;font-size:13px}
-.cell,.grid-key{display:inline-block;min-width:16px;text-align:center;border-radius:3px;
- margin:0 2px 0 0;font-size:11px;padding:0 4px}.both_pass{background:#aceebb}
-.a_only{background:#ffcecb}.b_only{background:#b6e3ff}.both_fail{background:#d0d7de}
-tr.pair-task.discordant td:first-child{font-weight:600}table.kv{width:auto}
-.legend span{display:inline-block;padding:1px 8px;margin-right:6px;border-radius:4px}
-.frontier{color:var(--ok);font-weight:600}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
-.nowrap{white-space:nowrap}
-ul.dgraph{list-style:none;padding-left:18px;margin:4px 0}
-ul.dgraph li{border-left:2px solid #d0d7de;padding:1px 0 1px 8px;margin:2px 0}
-.dnode .role{font-weight:600}.dnode .st-ok{color:var(--ok)}.dnode .st-bad{color:var(--bad)}
-"""
-
-JS = r"""
 (function () {
   'use strict';
   var data = JSON.parse(document.getElementById('ab-data').textContent);
@@ -316,4 +271,3 @@ JS = r"""
   }
   filter.addEventListener('input', apply); status.addEventListener('change', apply);
 })();
-"""

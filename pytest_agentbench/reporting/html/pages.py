@@ -2,7 +2,7 @@
 self-contained HTML file from the same layout as the run page (templates/base.html.j2).
 
 Links to a run's drill-down are relative to where the page is written: `<run dir>/report.html
-#task-<id>`, which opens that task on the run page (see html_assets.py, `openFromHash`).
+#task-<id>`, which opens that task on the run page (see assets.py, `openFromHash`).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-import pytest_agentbench.reporting.html_svg as html_svg
+import pytest_agentbench.reporting.html.svg as html_svg
 from pytest_agentbench.reporting.compare import CompareReport
-from pytest_agentbench.reporting.html_env import pct, relative_href, render, task_href, write_atomic
+from pytest_agentbench.reporting.html.env import pct, relative_href, render, task_href, write_atomic
 from pytest_agentbench.reporting.paired import PairedReport
 
 RUN_PAGE = "report.html"
