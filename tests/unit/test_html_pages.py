@@ -8,9 +8,9 @@ import json
 import re
 from pathlib import Path
 
+from pytest_agentbench.reporting.html import cli as html_cli
 from pytest_agentbench.reporting.html.index import CACHE_FILE, write_index
 from pytest_agentbench.reporting.html.pages import render_paired_html
-from pytest_agentbench.reporting.html import cli as html_cli
 from pytest_agentbench.reporting.load import load_runs
 from pytest_agentbench.reporting.paired import compare
 from tests.support.synthetic import make_record, write_run

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_agentbench.reporting.html import svg as html_svg
 from pytest_agentbench.reporting.html.env import json_payload, task_href
 from pytest_agentbench.reporting.html.run_page import render_html, write_html
-from pytest_agentbench.reporting.html import svg as html_svg
 from pytest_agentbench.reporting.html.timeline import spans
 from pytest_agentbench.reporting.load import load_run
 from pytest_agentbench.reporting.summary import summarize
