@@ -18,12 +18,12 @@ from typing import Any
 import yaml
 
 from pytest_agentbench.agents.port import AgentContext, AgentOutcome
-from pytest_agentbench.core.attempt_config import AttemptConfig, SharedAttemptConfig
 from pytest_agentbench.core.envcache import EnvCache
 from pytest_agentbench.core.pipeline import AttemptPipeline
 from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.sandbox.local import LocalSandboxFactory
 from pytest_agentbench.tasks.loader import load_task
+from tests.support.attempts import attempt_config
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "fix-mean-off-by-one"
@@ -58,21 +58,9 @@ def attempt(tmp_path: Path, index: int) -> tuple[dict[str, Any], SleepThenFix]:
         task_file.write_text(yaml.safe_dump(spec))
     task = load_task(packs / "custom-dev" / TASK / "task.yaml")
     run_dir = tmp_path / "run"
-    cfg = AttemptConfig(
-        SharedAttemptConfig(
-            run_id="clock",
-            run_dir=run_dir,
-            work_root=tmp_path / "work",
-            variant="v",
-            variant_config_hash="h",
-            image="local",
-            harness_version="test",
-            events_path=run_dir / "events.jsonl",
-            env_cache=EnvCache(tmp_path / "env-cache"),
-        ),
-        attempt_index=index,
-        attempt_label=f"attempt{index + 1}",
-    )
+    cfg = attempt_config(tmp_path, "clock", run_dir=run_dir, attempt_index=index,
+                         attempt_label=f"attempt{index + 1}",
+                         env_cache=EnvCache(tmp_path / "env-cache"))
     agent = SleepThenFix()
     record = AttemptPipeline(task, cfg, LocalSandboxFactory(), MirrorCache(tmp_path / "git"),
                              agent).run()

@@ -26,7 +26,6 @@ import pytest
 import yaml
 
 from pytest_agentbench.agents.port import AgentContext, AgentOutcome
-from pytest_agentbench.core.attempt_config import AttemptConfig, SharedAttemptConfig
 from pytest_agentbench.core.envcache import EnvCache
 from pytest_agentbench.core.pipeline import AttemptPipeline
 from pytest_agentbench.repos.mirror import MirrorCache
@@ -34,6 +33,7 @@ from pytest_agentbench.run.hostenv import owner_uid
 from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
 from pytest_agentbench.sandbox.local import LocalSandboxFactory
 from pytest_agentbench.tasks.loader import load_task
+from tests.support.attempts import attempt_config
 from tests.support.tiny_pack import SUITE, Pack
 
 SUID_BITS = stat.S_ISUID | stat.S_ISGID
@@ -77,22 +77,9 @@ def write_task(pack: Pack, task_id: str, setup: dict[str, Any],
 def attempt(tmp_path: Path, task_file: Path, factory: Any, agent: Any, index: int,
             uid: int | None = None) -> dict[str, Any]:
     run_dir = tmp_path / f"run{index}"
-    cfg = AttemptConfig(
-        SharedAttemptConfig(
-            run_id=f"poison{index}",
-            run_dir=run_dir,
-            work_root=tmp_path / "work",
-            variant="v",
-            variant_config_hash="h",
-            image=DEFAULT_IMAGE if uid is not None else "local",
-            harness_version="test",
-            events_path=run_dir / "events.jsonl",
-            owner_uid=uid,
-            env_cache=EnvCache(tmp_path / "env-cache"),
-        ),
-        attempt_index=0,
-        attempt_label="attempt1",
-    )
+    cfg = attempt_config(tmp_path, f"poison{index}", run_dir=run_dir, attempt_label="attempt1",
+                         image=DEFAULT_IMAGE if uid is not None else "local", owner_uid=uid,
+                         env_cache=EnvCache(tmp_path / "env-cache"))
     pipeline = AttemptPipeline(load_task(task_file), cfg, factory, MirrorCache(tmp_path / "git"),
                                agent)
     return pipeline.run().to_json_dict()

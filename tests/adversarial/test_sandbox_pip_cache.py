@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.core.attempt_config import AttemptConfig, SharedAttemptConfig, sandbox_spec
+from pytest_agentbench.core.attempt_config import AttemptConfig, sandbox_spec
 from pytest_agentbench.schemas.task import TaskSpec
+from tests.support.attempts import attempt_config
 
 
 def task(task_id: str, url: str = "https://example.com/r.git", suite: str = "s",
@@ -28,18 +29,7 @@ def task(task_id: str, url: str = "https://example.com/r.git", suite: str = "s",
 
 
 def config(tmp_path: Path) -> AttemptConfig:
-    return AttemptConfig(
-        SharedAttemptConfig(
-            run_id="r",
-            run_dir=tmp_path / "run",
-            work_root=tmp_path / "work",
-            variant="v",
-            variant_config_hash="h",
-            image="img",
-            harness_version="0",
-            pip_cache=tmp_path / "pip",
-        ),
-    )
+    return attempt_config(tmp_path, image="img", pip_cache=tmp_path / "pip")
 
 
 def cache_of(tmp_path: Path, spec: TaskSpec, phase: str = "setup") -> Path | None:

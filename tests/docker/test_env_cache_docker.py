@@ -21,13 +21,13 @@ import pytest
 import yaml
 
 from pytest_agentbench.agents.port import AgentContext, AgentOutcome
-from pytest_agentbench.core.attempt_config import AttemptConfig, SharedAttemptConfig
 from pytest_agentbench.core.envcache import EnvCache
 from pytest_agentbench.core.pipeline import AttemptPipeline
 from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.run.hostenv import owner_uid
 from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
 from pytest_agentbench.tasks.loader import load_task
+from tests.support.attempts import attempt_config
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "fix-mean-off-by-one"
@@ -50,10 +50,12 @@ class Probe:
     def __init__(self, poison: bool) -> None:
         self.poison = poison
         self.seen = ""
+        self.seen_result: dict[str, Any] = {}  # the whole result, for a failure's message
         self.poison_result: dict[str, Any] = {}
 
     def run(self, ctx: AgentContext) -> AgentOutcome:
-        self.seen = ctx.toolbox.call("run", {"command": PROBE}).to_dict()["stdout"]
+        self.seen_result = ctx.toolbox.call("run", {"command": PROBE}).to_dict()
+        self.seen = self.seen_result["stdout"]
         if self.poison:
             ctx.toolbox.call("write_file", {"path": "build/host-side.txt", "content": "x\n"})
             ctx.toolbox.call("write_file", {"path": ".venv/lib/mod.py", "content": "host\n"})
@@ -85,22 +87,9 @@ def task_file(tmp_path: Path) -> Path:
 def attempt(tmp_path: Path, task_file: Path, docker_sandboxes: Any, index: int,
             agent: Probe) -> dict[str, Any]:
     run_dir = tmp_path / "run"
-    cfg = AttemptConfig(
-        SharedAttemptConfig(
-            run_id="envcache",
-            run_dir=run_dir,
-            work_root=tmp_path / "work",
-            variant="v",
-            variant_config_hash="h",
-            image=DEFAULT_IMAGE,
-            harness_version="test",
-            events_path=run_dir / "events.jsonl",
-            owner_uid=owner_uid("docker"),
-            env_cache=EnvCache(tmp_path / "env-cache"),
-        ),
-        attempt_index=index,
-        attempt_label=f"attempt{index + 1}",
-    )
+    cfg = attempt_config(tmp_path, "envcache", run_dir=run_dir, attempt_index=index,
+                         attempt_label=f"attempt{index + 1}", image=DEFAULT_IMAGE,
+                         owner_uid=owner_uid("docker"), env_cache=EnvCache(tmp_path / "env-cache"))
     pipeline = AttemptPipeline(load_task(task_file), cfg, docker_sandboxes,
                                MirrorCache(tmp_path / "git"), agent)
     return pipeline.run().to_json_dict()
@@ -117,7 +106,7 @@ def test_an_agent_cannot_alter_the_cached_environment(
     first = Probe(poison=True)
     built = attempt(tmp_path, task_file, docker_sandboxes, 0, first)
     assert built["setup"]["env_cache"] == "built", built["result"]
-    assert first.seen.split() == ["original", "built", "env-original", "mod.py"]
+    assert first.seen.split() == ["original", "built", "env-original", "mod.py"], first.seen_result
     assert "Read-only file system" in first.poison_result["stderr"], first.poison_result
     (entry,) = [p for p in (tmp_path / "env-cache").iterdir() if not p.name.startswith(".")]
     before = tree_digest(entry / "repo"), tree_digest(entry / "env")
@@ -125,7 +114,8 @@ def test_an_agent_cannot_alter_the_cached_environment(
     second = Probe(poison=False)
     hit = attempt(tmp_path, task_file, docker_sandboxes, 1, second)
     assert hit["setup"]["env_cache"] == "hit" and hit["setup"]["reused_snapshot"]
-    assert second.seen.split() == ["original", "built", "env-original", "mod.py"]
+    assert second.seen.split() == ["original", "built", "env-original", "mod.py"], \
+        second.seen_result
     assert (tree_digest(entry / "repo"), tree_digest(entry / "env")) == before
     for record in (built, hit):  # both reached scoring: the nop-like agent left the bug
         assert record["result"]["failure_reason"] == "TESTS_FAILED", record["result"]

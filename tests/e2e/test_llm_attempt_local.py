@@ -15,6 +15,7 @@ import pytest
 from pytest_agentbench.agents.variants import Variant, agent_builder
 from pytest_agentbench.text.redaction import Redactor
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, Step, json_in_content, tool_reply
+from tests.support.attempts import attempt_config
 
 KEY = "sk-test-PLANTED0123456789abcdefXYZ"
 
@@ -23,7 +24,6 @@ def test_solves_a_custom_dev_task_through_the_pipeline_and_replay_reproduces_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from pytest_agentbench.cli.replay import run_replay
-    from pytest_agentbench.core.attempt_config import AttemptConfig, SharedAttemptConfig
     from pytest_agentbench.core.pipeline import AttemptPipeline
     from pytest_agentbench.core.rundir import append_jsonl
     from pytest_agentbench.repos.mirror import MirrorCache
@@ -45,19 +45,8 @@ def test_solves_a_custom_dev_task_through_the_pipeline_and_replay_reproduces_it(
     ]
     run_dir, redactor = tmp_path / "run", Redactor()
     with FakeOpenAIServer(steps) as srv:
-        cfg = AttemptConfig(
-            SharedAttemptConfig(
-                run_id="run-1",
-                run_dir=run_dir,
-                work_root=tmp_path / "work",
-                variant="baseline",
-                variant_config_hash="h",
-                image="local",
-                harness_version="test",
-                events_path=run_dir / "events.jsonl",
-            ),
-            redact=redactor.redact,
-        )
+        cfg = attempt_config(tmp_path, "run-1", run_dir=run_dir, variant="baseline",
+                             redact=redactor.redact)
         variant = Variant("baseline", "llm_v0", model={
             "preset": "openrouter", "name": "some/model", "base_url": srv.base_url})
         agent = agent_builder(variant, redactor=redactor)()

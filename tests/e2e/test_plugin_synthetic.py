@@ -154,7 +154,9 @@ def test_malformed_task_files_are_one_line_errors(pytester: pytest.Pytester, pac
             "validation.passing_command",
         ),
         "syntax-error": (text.replace("id: good-a", "id: [syntax-error"), "line 3, column 6"),
-        "zz-duplicate": (text, "id"),  # sorts after good-a, so this copy is the duplicate
+        # a copy of good-a under another folder: its id is not its folder's name (which also
+        # keeps two folders of one suite from ever holding the same task id)
+        "zz-copy-of-good-a": (text, "id"),
     }
     for name, (body, _) in cases.items():
         pack.write(name, body)
@@ -167,7 +169,7 @@ def test_malformed_task_files_are_one_line_errors(pytester: pytest.Pytester, pac
         "wrong-type": "expected a number, got 'soon'",
         "missing-field": "field required",
         "syntax-error": "YAML syntax error",
-        "zz-duplicate": "duplicate task id 'good-a'",
+        "zz-copy-of-good-a": "'good-a' does not match its directory 'zz-copy-of-good-a'",
     }
     for name, (_, field) in cases.items():
         lines = errors[name]

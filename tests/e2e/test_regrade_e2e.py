@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from pytest_agentbench.reporting.load import load_run
+from tests.support.attempts import attempt_config
 from tests.support.plugin_runs import (
     TASKPACKS,
     PytestRun,
@@ -236,7 +237,6 @@ def local_attempt(tmp_path: Path, task_id: str, index: int, agent_name: str,
     """One attempt through the pipeline on the local sandbox, from a copy of the suite (a setup
     command added when given); attempts of one tmp_path share an environment cache."""
     from pytest_agentbench.agents.builtin import NopAgent, OracleAgent
-    from pytest_agentbench.core.attempt_config import AttemptConfig, SharedAttemptConfig
     from pytest_agentbench.core.envcache import EnvCache
     from pytest_agentbench.core.pipeline import AttemptPipeline
     from pytest_agentbench.repos.mirror import MirrorCache
@@ -246,22 +246,9 @@ def local_attempt(tmp_path: Path, task_id: str, index: int, agent_name: str,
     packs = copy_suite(tmp_path, {task_id: setup} if setup else {})
     task = load_task(packs / SUITE / task_id / "task.yaml")
     run_dir = tmp_path / "run"
-    cfg = AttemptConfig(
-        SharedAttemptConfig(
-            run_id="regrade",
-            run_dir=run_dir,
-            work_root=tmp_path / "work",
-            variant="v",
-            variant_config_hash="h",
-            image="local",
-            harness_version="test",
-            events_path=run_dir / "events.jsonl",
-            env_cache=EnvCache(tmp_path / "env-cache"),
-            regrade=regrade,
-        ),
-        attempt_index=index,
-        attempt_label=f"{task_id}-{index}",
-    )
+    cfg = attempt_config(tmp_path, "regrade", run_dir=run_dir, attempt_index=index,
+                         attempt_label=f"{task_id}-{index}", regrade=regrade,
+                         env_cache=EnvCache(tmp_path / "env-cache"))
     agents = {"oracle": OracleAgent, "nop": NopAgent, "flaky-fix": FlakyFixAgent,
               "test-editor": EditsTestsAgent}
     agent = agents[agent_name]()

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.core.attempt import Attempt
-from pytest_agentbench.core.attempt_config import AttemptConfig, SharedAttemptConfig
 from pytest_agentbench.core.gitops import APPLY_PATCH
 from pytest_agentbench.core.regrade import (
     FLAKY_FIX,
@@ -31,6 +30,7 @@ from pytest_agentbench.sandbox.port import ExecResult, Sandbox, SandboxExited
 from pytest_agentbench.schemas.records import AttemptRecord, RegradeRun, Result
 from pytest_agentbench.schemas.taxonomy import Reason, blame
 from pytest_agentbench.tasks.loader import load_task
+from tests.support.attempts import attempt_config
 from tests.support.plugin_runs import TASKPACKS
 from tests.support.synthetic import make_record as synthetic_record
 
@@ -198,19 +198,7 @@ def attempt(tmp_path: Path, regrades: int, oracle: bool = True) -> Attempt:
         task_dir = packs / "custom-verifier" / "stable-verifier"
         (task_dir / "oracle.patch").unlink()
     run_dir = tmp_path / "run"
-    cfg = AttemptConfig(
-        SharedAttemptConfig(
-            run_id="r",
-            run_dir=run_dir,
-            work_root=tmp_path / "work",
-            variant="v",
-            variant_config_hash="h",
-            image="local",
-            harness_version="test",
-            events_path=run_dir / "events.jsonl",
-            regrade=regrades,
-        ),
-    )
+    cfg = attempt_config(tmp_path, "r", run_dir=run_dir, regrade=regrades)
     at = Attempt(load_task(task_dir / "task.yaml"), cfg, LocalSandboxFactory())
     (at.workspace / "base" / ".git").mkdir(parents=True)
     return at
