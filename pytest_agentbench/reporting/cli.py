@@ -1,9 +1,9 @@
-"""`agentbench report summary|html|paired|compare`, `agentbench gate` and `agentbench plan`.
+"""`agentbench report summary|html|paired|compare|tasks`, `agentbench gate` and `agentbench plan`.
 
 The console script calls `add_report_commands(subparsers)`; every parser it adds sets
 `func(args) -> int`, the process exit code:
-- report summary / html / paired / compare: 0, or 2 on bad input (no such run, malformed records, a
-  refused pairing);
+- report summary / html / paired / compare / tasks: 0, or 2 on bad input (no such run, malformed
+  records, a refused pairing);
 - gate: 0 no regression, 1 regression, 2 bad input, a refused pairing or nothing left to pair,
   3 inconclusive (no regression, but the data's minimum detectable effect exceeds the allowed
   drop; 0 with --inconclusive-ok; see gate.py);
@@ -45,7 +45,7 @@ def add_report_commands(subparsers: Any) -> None:
     report = subparsers.add_parser("report", help="summary and paired reports over run dirs")
     kinds = report.add_subparsers(
         dest="report_kind",
-        metavar="{summary,html,paired,compare,index,paired-html,compare-html,scan}")
+        metavar="{summary,html,paired,compare,tasks,index,paired-html,compare-html,scan}")
     kinds.required = True
     add_scan_parser(kinds)
 
@@ -89,6 +89,7 @@ def add_report_commands(subparsers: Any) -> None:
     comp.add_argument("--csv", type=Path, default=None, metavar="FILE",
                       help="also write the full table (every run and scope) as CSV here")
     comp.set_defaults(func=_run_compare)
+    _add_tasks(kinds)
 
     from pytest_agentbench.reporting.html.cli import add_html_commands
 
@@ -114,6 +115,37 @@ def add_report_commands(subparsers: Any) -> None:
     _add_format(gate, ("md", "csv", "json"))
     gate.set_defaults(func=_run_gate)
     _add_plan(subparsers)
+
+
+def _add_tasks(kinds: Any) -> None:
+    tasks = kinds.add_parser("tasks", help="per task: pass rate per variant, which tasks "
+                                           "discriminate, never or always passed")
+    tasks.add_argument("runs", nargs="*", metavar="RUN",
+                       help=f"runs to pool by variant: {RUN_HELP} (default: every run of the "
+                            "output root)")
+    tasks.add_argument("--min-spread", type=float, default=0.5,
+                       help="a task discriminates when two variants' pass rates differ by at "
+                            "least this (default 0.5)")
+    tasks.add_argument("--infra-as-failure", action="store_true",
+                       help="count infra errors as failures instead of dropping them")
+    _add_format(tasks, ("md", "json"))
+    tasks.set_defaults(func=_run_tasks)
+
+
+def _run_tasks(args: argparse.Namespace) -> int:
+    from pytest_agentbench.reporting.load import load_runs
+    from pytest_agentbench.reporting.runs import output_root
+    from pytest_agentbench.reporting.task_signal import render_tasks, runs_in, task_signal
+
+    try:
+        paths = ([run_dir(spec, args) for spec in args.runs] if args.runs
+                 else runs_in(output_root(args.out)))
+        data = task_signal(load_runs(paths, fields="summary"), min_spread=args.min_spread,
+                           infra_as_failure=args.infra_as_failure)
+    except ReportError as exc:
+        return fail(exc)
+    _emit(render_tasks(data, args.format), args.output)
+    return EXIT_OK
 
 
 def _add_plan(subparsers: Any) -> None:
