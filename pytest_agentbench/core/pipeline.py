@@ -27,6 +27,7 @@ from pytest_agentbench.paths.trees import remove_tree
 from pytest_agentbench.repos.gitcmd import RepoError
 from pytest_agentbench.sandbox.port import (
     EngineLost,
+    Sandbox,
     SandboxError,
     SandboxExited,
     SandboxFactory,
@@ -36,6 +37,7 @@ from pytest_agentbench.schemas.records import AttemptRecord, Result
 from pytest_agentbench.schemas.taxonomy import Reason
 
 if TYPE_CHECKING:
+    from pytest_agentbench.core.recording import RecordingToolbox
     from pytest_agentbench.repos.mirror import MirrorCache
     from pytest_agentbench.tasks.loader import LoadedTask
 
@@ -126,8 +128,12 @@ class AttemptPipeline:
             before_agent.baseline(at, sandbox)
         with at.phase_timer("agent"):
             toolbox = agent_phase.run_agent(at, sandbox, self.agent)
-        with at.phase_timer("score"):
-            return score_phase.score(at, sandbox, toolbox)
+        return self._score(sandbox, toolbox)
+
+    def _score(self, sandbox: Sandbox, toolbox: RecordingToolbox) -> Result:
+        """The last phase (a subclass may do more around it: run/adequacy.py)."""
+        with self.at.phase_timer("score"):
+            return score_phase.score(self.at, sandbox, toolbox)
 
     def _engine_lost(self, exc: SandboxError) -> bool:
         """The sandbox failed because its engine stopped answering: said by the error, or (a

@@ -24,8 +24,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import pytest_agentbench.core.agent_phase as agent_phase
-import pytest_agentbench.core.before_agent as before_agent
 import pytest_agentbench.core.regrade as regrade_mod
 import pytest_agentbench.core.score_phase as score_phase
 from pytest_agentbench.agents.builtin import OracleAgent
@@ -33,6 +31,7 @@ from pytest_agentbench.agents.port import AgentOutcome
 from pytest_agentbench.core.attempt import Attempt, Failure
 from pytest_agentbench.core.attempt_config import SharedAttemptConfig
 from pytest_agentbench.core.pipeline import AttemptPipeline
+from pytest_agentbench.core.recording import RecordingToolbox
 from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.run.factory import AttemptFactory
 from pytest_agentbench.run.mutations import Mutant, MutationError, mutants
@@ -143,19 +142,11 @@ class MutantPipeline(AttemptPipeline):
         self.max_mutants = max_mutants
         self.found: Adequacy | None = None
 
-    def _pipeline(self) -> Result:
+    def _score(self, sandbox: Sandbox, toolbox: RecordingToolbox) -> Result:
         at = self.at
-        with at.phase_timer("prepare"):
-            before_agent.prepare(at, self.mirrors)
-        sandbox = before_agent.setup(at)
-        with at.phase_timer("baseline"):
-            before_agent.baseline(at, sandbox)
-        with at.phase_timer("agent"):
-            toolbox = agent_phase.run_agent(at, sandbox, self.agent)
         base = regrade_mod.keep_base(at)  # the pre-agent state, before scoring changes it
         try:
-            with at.phase_timer("score"):
-                result = score_phase.score(at, sandbox, toolbox)
+            result = super()._score(sandbox, toolbox)
             if result.passed:
                 with at.timed("adequacy"):
                     self.found = grade_mutants(at, base, self.max_mutants)
