@@ -59,7 +59,7 @@ from pytest_agentbench.llm import (
     ModelConfigError,
     ToolCall,
 )
-from pytest_agentbench.llm.spend import spend_over
+from pytest_agentbench.llm.spend import budget_over
 from pytest_agentbench.schemas.events import (
     AgentTurn,
     LLMRequest,
@@ -297,16 +297,10 @@ class _Run:
         if done >= self.max_steps:
             self._stop("max_steps", Reason.AGENT_GAVE_UP, "MAX_STEPS",
                        f"reached max_steps={self.max_steps} without finishing")
-        if b.max_steps is not None and done >= b.max_steps:
-            self._budget("STEPS", f"steps {done} of {b.max_steps}")
-        if b.max_tokens_total is not None:
-            estimate = ((self.prompt_chars + self.tools_chars) // CHARS_PER_TOKEN
-                        + (self.resolved.values.get("max_tokens") or 0))
-            if u.total_tokens + estimate > b.max_tokens_total:
-                self._budget("TOKENS", f"{u.total_tokens} tokens used + ~{estimate} for the next "
-                             f"call > max_tokens_total={b.max_tokens_total}")
-        over = spend_over(b.max_cost_usd, u.cost_usd or 0.0, self.last_cost, b.max_wall_sec,
-                          time.monotonic() - self.started, self.last_wall_sec)
+        estimate = ((self.prompt_chars + self.tools_chars) // CHARS_PER_TOKEN
+                    + (self.resolved.values.get("max_tokens") or 0))
+        over = budget_over(b, done, u.total_tokens, estimate, u.cost_usd or 0.0, self.last_cost,
+                           time.monotonic() - self.started, self.last_wall_sec)
         if over is not None:
             self._budget(*over)
         if self.ctx.remaining() <= 1.0:

@@ -4,7 +4,8 @@ Messages, checks the attempt's budgets before forwarding through the model clien
 every call as llm_v0 does. Imports neither pytest nor docker; importing it has no side effects."""
 
 from pytest_agentbench.gateway.cassette import CASSETTE_NAME, CassetteError
-from pytest_agentbench.gateway.meter import BudgetLimits, GatewayStop
+from pytest_agentbench.gateway.meter import GatewayStop
 from pytest_agentbench.gateway.server import ModelGateway
+from pytest_agentbench.llm.spend import Budgets
 
-__all__ = ["CASSETTE_NAME", "CassetteError", "BudgetLimits", "GatewayStop", "ModelGateway"]
+__all__ = ["CASSETTE_NAME", "CassetteError", "Budgets", "GatewayStop", "ModelGateway"]

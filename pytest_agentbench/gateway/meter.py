@@ -38,7 +38,7 @@ from pytest_agentbench.llm import (
     LLMRequestError,
     ModelClient,
 )
-from pytest_agentbench.llm.spend import spend_over
+from pytest_agentbench.llm.spend import Budgets, budget_over
 from pytest_agentbench.schemas.events import Actor, Event, LLMRequest, LLMResponse, Note, utc_now
 from pytest_agentbench.schemas.records import ModelInfo, Usage
 from pytest_agentbench.schemas.taxonomy import Reason
@@ -52,22 +52,6 @@ class Events(Protocol):
     """The attempt's event log (agents.port.EventLog)."""
 
     def emit(self, event: Event, /, actor: Actor = "harness") -> str: ...
-
-
-class BudgetLimits(Protocol):
-    """The attempt's budgets (agents.llm_config.Budget): None means no limit."""
-
-    @property
-    def max_steps(self) -> int | None: ...
-
-    @property
-    def max_tokens_total(self) -> int | None: ...
-
-    @property
-    def max_cost_usd(self) -> float | None: ...
-
-    @property
-    def max_wall_sec(self) -> float | None: ...
 
 
 @dataclass(frozen=True)
@@ -91,7 +75,7 @@ class Meter:
     """The calls, spend and stop of one attempt; `call` is safe from several threads."""
 
     def __init__(self, client: ModelClient | None, params: ChatParams, model: ModelInfo,
-                 limits: BudgetLimits, deadline: float, events: Events,
+                 limits: Budgets, deadline: float, events: Events,
                  redactors: Sequence[Redactor] = (), artifacts_dir: Path | None = None,
                  replay: cassette.CassettePlayer | None = None) -> None:
         self.client, self.params, self.model, self.limits = client, params, model, limits
@@ -165,16 +149,12 @@ class Meter:
     def _check_limits(self, request: ModelRequest, params: ChatParams) -> None:
         """Before each call, as llm_v0 checks: would the next call exceed a budget?"""
         b, u = self.limits, self.usage
-        if b.max_steps is not None and self.calls >= b.max_steps:
-            self._refuse("STEPS", f"model calls {self.calls} of {b.max_steps}")
-        if b.max_tokens_total is not None:
+        estimate = 0
+        if b.max_tokens_total is not None:  # the estimate costs a serialization: only when asked
             chars = len(json.dumps(request.messages)) + len(json.dumps(request.tools or []))
             estimate = chars // CHARS_PER_TOKEN + (params.max_tokens or 0)
-            if u.total_tokens + estimate > b.max_tokens_total:
-                self._refuse("TOKENS", f"{u.total_tokens} tokens used + ~{estimate} for the "
-                             f"next call > max_tokens_total={b.max_tokens_total}")
-        over = spend_over(b.max_cost_usd, u.cost_usd or 0.0, self.last_cost, b.max_wall_sec,
-                          time.monotonic() - self.started, self.last_wall_sec)
+        over = budget_over(b, self.calls, u.total_tokens, estimate, u.cost_usd or 0.0,
+                           self.last_cost, time.monotonic() - self.started, self.last_wall_sec)
         if over is not None:
             self._refuse(*over)
         if self.deadline - time.monotonic() <= MIN_TASK_SEC:

@@ -35,7 +35,6 @@ from urllib.parse import urlsplit
 from pytest_agentbench.gateway import anthropic, openai_chat, openai_responses
 from pytest_agentbench.gateway.cassette import CassettePlayer
 from pytest_agentbench.gateway.meter import (
-    BudgetLimits,
     Events,
     GatewayStop,
     Meter,
@@ -48,6 +47,7 @@ from pytest_agentbench.llm import (
     OpenAICompatClient,
     ResolvedModelConfig,
 )
+from pytest_agentbench.llm.spend import Budgets
 from pytest_agentbench.schemas.events import LLMRetry
 from pytest_agentbench.schemas.records import ModelInfo, Usage
 from pytest_agentbench.text.redaction import Redactor
@@ -71,7 +71,7 @@ class ModelGateway:
     `requested_models`."""
 
     def __init__(self, client: ModelClient | None, params: ChatParams, model: ModelInfo,
-                 limits: BudgetLimits, deadline: float, events: Events, *,
+                 limits: Budgets, deadline: float, events: Events, *,
                  redactors: Sequence[Redactor] = (), artifacts_dir: Path | None = None,
                  host: str = "127.0.0.1", replay: CassettePlayer | None = None) -> None:
         self.token = secrets.token_urlsafe(32)
@@ -85,7 +85,7 @@ class ModelGateway:
         self._unix: Path | None = None
 
     @classmethod
-    def for_model(cls, resolved: ResolvedModelConfig, limits: BudgetLimits, deadline: float,
+    def for_model(cls, resolved: ResolvedModelConfig, limits: Budgets, deadline: float,
                   events: Events, *, redactor: Redactor | None = None,
                   artifacts_dir: Path | None = None, transport: Any = None,
                   prompt_version: str | None = None,

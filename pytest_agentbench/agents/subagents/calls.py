@@ -23,7 +23,7 @@ from pytest_agentbench.llm import (
     LLMRequestError,
     ModelConfigError,
 )
-from pytest_agentbench.llm.spend import spend_over
+from pytest_agentbench.llm.spend import budget_over
 from pytest_agentbench.schemas.events import (
     AgentTurn,
     LLMRequest,
@@ -143,13 +143,12 @@ class ModelCaller:
         if done >= self.max_steps:
             stop("max_steps", Reason.AGENT_GAVE_UP, "MAX_STEPS",
                  f"reached max_steps={self.max_steps} model calls without finishing")
-        if b.max_steps is not None and done >= b.max_steps:
-            self._budget("STEPS", f"steps {done} of {b.max_steps}")
-        if b.max_tokens_total is not None:
-            estimate = self.estimate(thread, tools)
-            if u.total_tokens + estimate > b.max_tokens_total:
-                self._budget("TOKENS", f"{u.total_tokens} tokens used + ~{estimate} for the "
-                             f"next call > max_tokens_total={b.max_tokens_total}")
+        estimate = self.estimate(thread, tools) if b.max_tokens_total is not None else 0
+        over = budget_over(b, done, u.total_tokens, estimate, u.cost_usd or 0.0, self.last_cost,
+                           time.monotonic() - self.started, self.last_wall_sec)
+        if over is not None:
+            self._budget(*over)
+        if b.max_tokens_total is not None:  # the role's share of the token budget
             share = self.shares.get(thread.role, 0.0)
             cap = int(share * b.max_tokens_total)
             spent_by_role = self.usage.by_role.get(thread.role)
@@ -158,10 +157,6 @@ class ModelCaller:
                 raise RoleBudgetExhausted(thread.role, (
                     f"{thread.role}: {used} tokens used + ~{estimate} for the next call > its "
                     f"share {share:g} of max_tokens_total={b.max_tokens_total} ({cap})"))
-        over = spend_over(b.max_cost_usd, u.cost_usd or 0.0, self.last_cost, b.max_wall_sec,
-                          time.monotonic() - self.started, self.last_wall_sec)
-        if over is not None:
-            self._budget(*over)
         if self.ctx.remaining() <= 1.0:
             stop("budget", Reason.TIMEOUT, "TASK_BUDGET", "the task's time budget ran out")
 
