@@ -9,19 +9,12 @@ of the run."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.openai_server import FakeOpenAIServer, Reply
-from tests.support.run_dirs import run_dirs
+from tests.fakes.openai_server import Reply
+from tests.support.command_agents import PLANTED_KEY, run_variant
 
-ROOT = Path(__file__).resolve().parents[2]
-TASK = "fix-mean-off-by-one"
-PLANTED_KEY = "sk-test-planted-AIDER-0123456789abcdef"
 ASK_FOR_FILE = "The bug is in the mean function of minilib/mathx.py; I need to see that file."
 EDIT = """The mean divides by n - 1; it must divide by n.
 
@@ -53,23 +46,8 @@ def scripted_model(request: dict[str, Any]) -> Reply:
 
 
 def test_aider_solves_a_task_in_the_sandbox(tmp_path: Path, docker_client: Any) -> None:
-    out = tmp_path / "out"
-    env = {**os.environ, "AGENTBENCH_API_KEY": PLANTED_KEY}
-    with FakeOpenAIServer([], default=scripted_model) as server:
-        proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
-             "--agentbench-suite", "custom-dev", f"--agentbench-taskpacks={ROOT / 'taskpacks'}",
-             f"--agentbench-out={out}", "-k", TASK, "--agentbench-variant", "aider",
-             "--agentbench-base-url", server.base_url, "--agentbench-model", "some/model"],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
-        requests = list(server.requests)
-    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]
-    (run_dir,) = run_dirs(out)
-    (line,) = (run_dir / "attempts.jsonl").read_text().splitlines()
-    record = json.loads(line)
-    task_dir = run_dir / "tasks" / TASK
-    logs = "".join(p.read_text("utf-8", "replace")[-3000:]
-                   for p in sorted((task_dir / "logs").glob("agent_program_*")))
+    run = run_variant("aider", tmp_path / "out", scripted_model)
+    record, requests, logs = run.record, run.requests, run.program_logs()
     assert record["result"]["passed"] is True, (record["result"], logs)
     # the file request, then the edit; aider's test run passed, so it asked nothing more
     assert [r.json["messages"][-1]["role"] for r in requests] == ["user", "user"], logs
@@ -77,15 +55,12 @@ def test_aider_solves_a_task_in_the_sandbox(tmp_path: Path, docker_client: Any) 
     assert record["usage"]["prompt_tokens"] == 2 * USAGE["prompt_tokens"]
     assert all(r.headers.get("authorization") == f"Bearer {PLANTED_KEY}" for r in requests)
     assert any("def mean(values)" in _text(m) for m in requests[1].json["messages"])
-    events = [json.loads(x) for x in (run_dir / "events.jsonl").read_text().splitlines()]
-    kinds = [e["type"] for e in events if e.get("task_id") == TASK]
+    kinds = [e["type"] for e in run.events()]
     assert kinds.count("llm_request") == 2 and kinds.count("llm_response") == 2, kinds
-    history = (task_dir / "agent" / "trajectory.md").read_text()
+    history = (run.task_dir / "agent" / "trajectory.md").read_text()
     assert "SEARCH" in history and "minilib/mathx.py" in history
-    diff = (task_dir / "diffs" / "final.patch").read_text()
+    diff = (run.task_dir / "diffs" / "final.patch").read_text()
     assert "+    return sum(values) / len(values)" in diff
     changed = [x.split(" b/", 1)[1] for x in diff.splitlines() if x.startswith("diff --git")]
     assert changed == ["minilib/mathx.py"], diff  # no .aider* file, no .gitignore line
-    leaks = [p for p in run_dir.rglob("*")
-             if p.is_file() and PLANTED_KEY in p.read_text("utf-8", "replace")]
-    assert leaks == []
+    assert run.leaks() == []

@@ -1,4 +1,4 @@
-"""Issue 23 item 4: mini-swe-agent, installed from PyPI by the bundled variant's install
+"""mini-swe-agent, installed from PyPI by the bundled variant's install
 commands (once per runner image, with the network, before any agent's clock), solves
 fix-mean-off-by-one inside the Docker sandbox (network none) through pytest and the model
 gateway, against a real loopback HTTP server that speaks OpenAI chat with tool calls and
@@ -8,18 +8,12 @@ on the host is in no file of the run."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.openai_server import FakeOpenAIServer, Reply
-from tests.support.run_dirs import run_dirs
+from tests.fakes.openai_server import Reply
+from tests.support.command_agents import PLANTED_KEY, run_variant
 
-ROOT = Path(__file__).resolve().parents[2]
-TASK = "fix-mean-off-by-one"
-PLANTED_KEY = "sk-test-planted-MINISWE-0123456789abcdef"
 COMMANDS = [
     "cat minilib/mathx.py",
     "sed -i 's|/ (len(values) - 1)|/ len(values)|' minilib/mathx.py",
@@ -39,29 +33,14 @@ def scripted_bash(request: dict[str, Any]) -> Reply:
 
 
 def test_mini_swe_agent_solves_a_task_in_the_sandbox(tmp_path: Path, docker_client: Any) -> None:
-    out = tmp_path / "out"
-    env = {**os.environ, "AGENTBENCH_API_KEY": PLANTED_KEY}
-    with FakeOpenAIServer([], default=scripted_bash) as server:
-        proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
-             "--agentbench-suite", "custom-dev", f"--agentbench-taskpacks={ROOT / 'taskpacks'}",
-             f"--agentbench-out={out}", "-k", TASK, "--agentbench-variant", "mini-swe-agent",
-             "--agentbench-base-url", server.base_url, "--agentbench-model", "some/model"],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
-        requests = list(server.requests)
-    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]
-    (run_dir,) = run_dirs(out)
-    (line,) = (run_dir / "attempts.jsonl").read_text().splitlines()
-    record = json.loads(line)
-    assert record["result"]["passed"] is True, record["result"]
+    run = run_variant("mini-swe-agent", tmp_path / "out", scripted_bash)
+    record, requests = run.record, run.requests
+    assert record["result"]["passed"] is True, (record["result"], run.program_logs())
     assert record["usage"]["llm_calls"] == len(requests) == len(COMMANDS)
     assert all(r.headers.get("authorization") == f"Bearer {PLANTED_KEY}" for r in requests)
     assert requests[0].json.get("tools"), "mini-swe-agent's bash tool reached the upstream"
-    task_dir = run_dir / "tasks" / TASK
-    trajectory = json.loads((task_dir / "agent" / "trajectory.json").read_text())
+    trajectory = json.loads((run.task_dir / "agent" / "trajectory.json").read_text())
     assert trajectory["info"]["exit_status"] == "Submitted", trajectory["info"]
-    diff = (task_dir / "diffs" / "final.patch").read_text()
+    diff = (run.task_dir / "diffs" / "final.patch").read_text()
     assert "+    return sum(values) / len(values)" in diff
-    leaks = [p for p in run_dir.rglob("*")
-             if p.is_file() and PLANTED_KEY in p.read_text("utf-8", "replace")]
-    assert leaks == []
+    assert run.leaks() == []
