@@ -19,7 +19,8 @@ import pytest_agentbench.reporting.render as render
 from pytest_agentbench.reporting.gate import gate
 from pytest_agentbench.reporting.load import ReportError, load_run, load_runs
 from pytest_agentbench.reporting.paired import PairingError, compare
-from pytest_agentbench.reporting.summary import SCOPE_COLUMNS, summarize, write_summary
+from pytest_agentbench.reporting.scope_table import SCOPE_COLUMNS
+from pytest_agentbench.reporting.summary import summarize, write_summary
 from pytest_agentbench.schemas.records import AttemptRecord
 from tests.support.synthetic import make_record, synthetic_records, write_run
 
