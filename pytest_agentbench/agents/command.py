@@ -21,9 +21,11 @@ llm_v0 gets: the description, the edit policy, the failing command and its outpu
 failing command (`AGENTBENCH_FAILING_COMMAND`), the evaluated model's name (`AGENTBENCH_MODEL`),
 `OPENAI_BASE_URL` / `OPENAI_API_BASE` (`http://127.0.0.1:PORT/v1`), `ANTHROPIC_BASE_URL`, and
 the gateway's per-attempt token as `OPENAI_API_KEY` and `ANTHROPIC_API_KEY`. The model's real
-key stays on the host, in the gateway; the sandbox keeps `--network none`: a relay
-(gateway/relay.py) listens on the sandbox's loopback and forwards to the gateway's Unix socket,
-mounted read-only, which answers model calls of this attempt only.
+key stays on the host, in the gateway; the sandbox keeps `--network none`: a relay listens on
+the sandbox's loopback and forwards to the gateway's Unix socket, which answers model calls of
+this attempt only: the socket mounted read-only (gateway/relay.py), or, on an engine that cannot
+see this host's files, through an exec the harness holds open (gateway/tunnel.py;
+core/sandbox_programs.py).
 
 The program works on the workspace with its own tools; the harness's snapshots and scoring see
 its changes as any agent's. It ends by exiting; the task's time limit ends it otherwise
@@ -35,25 +37,27 @@ logs/agent_program_*.txt); scoring decides the result.
 
 from __future__ import annotations
 
-import shlex
-import shutil
 import time
 from collections.abc import Mapping
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pytest_agentbench.agents.llm_config import LLMAgentConfig
-from pytest_agentbench.agents.port import AgentContext, AgentError, AgentOutcome, ProgramNeeds
+from pytest_agentbench.agents.port import (
+    AgentContext,
+    AgentError,
+    AgentOutcome,
+    GatewayLink,
+    ProgramNeeds,
+)
 from pytest_agentbench.agents.statement import task_statement
 from pytest_agentbench.gateway import CASSETTE_NAME, CassetteError, ModelGateway
 from pytest_agentbench.schemas.taxonomy import Reason
 from pytest_agentbench.text.redaction import Redactor
 
 SOCKET_NAME = "gateway.sock"
-RELAY_NAME = "relay.py"
 MAX_TRAJECTORY_BYTES = 64 << 20
 
 
@@ -120,8 +124,6 @@ class CommandAgent:
             raise AgentError(Reason.SANDBOX_ERROR, "the sandbox was made without the command "
                              "agent's gateway directory", sub_reason="NO_GATEWAY")
         socket_path = ctx.gateway_dir / SOCKET_NAME
-        with resources.as_file(resources.files("pytest_agentbench.gateway") / RELAY_NAME) as src:
-            shutil.copyfile(src, ctx.gateway_dir / RELAY_NAME)
         try:
             gateway = ModelGateway.for_model(
                 self.config.model, self.config.budget, ctx.deadline, ctx.events,
@@ -130,8 +132,9 @@ class CommandAgent:
         except CassetteError as exc:
             raise AgentError(Reason.LLM_ERROR, str(exc), sub_reason="CASSETTE_MISSING") from None
         with gateway.start(unix_socket=socket_path):
-            result = ctx.programs.run(self._command(), env=self._env(ctx, gateway.token),
-                                      timeout_sec=max(1.0, ctx.remaining()))
+            result = ctx.programs.run(self.params.command, env=self._env(ctx, gateway.token),
+                                      timeout_sec=max(1.0, ctx.remaining()),
+                                      gateway=GatewayLink(self.params.port, socket_path))
         self._collect_trajectory(ctx)
         outcome = AgentOutcome(
             "done", summary=f"{self.params.command.split()[0]} exited {result.exit_code}",
@@ -163,13 +166,6 @@ class CommandAgent:
                 return self.cassette / place
         raise CassetteError(f"cassette {self.cassette / places[0]}: no such file (the run "
                             f"replayed has no cassette of task {task})")
-
-    def _command(self) -> str:
-        """The relay, listening on the sandbox's loopback, starts the program once it listens."""
-        relay = f"$AGENTBENCH_GATEWAY_DIR/{RELAY_NAME}"
-        return (f'exec python3 "{relay}" {self.params.port} '
-                f'"$AGENTBENCH_GATEWAY_DIR/{SOCKET_NAME}" -- '
-                f"sh -c {shlex.quote(self.params.command)}")
 
     def _env(self, ctx: AgentContext, token: str) -> dict[str, str]:
         local = f"http://127.0.0.1:{self.params.port}"

@@ -104,11 +104,22 @@ class ProgramResult:
     duration_ms: int
 
 
+@dataclass(frozen=True)
+class GatewayLink:
+    """The attempt's model gateway as a program reaches it: 127.0.0.1:`port` inside the
+    sandbox, relayed to `socket` (the gateway's Unix socket on the host)."""
+
+    port: int
+    socket: Path
+
+
 class Programs(Protocol):
     """Runs the agent's own program in the sandbox (one command; its output is logged and it
-    is an event like any harness command)."""
+    is an event like any harness command). With `gateway`, a relay listens on the sandbox's
+    loopback first and carries each connection to the gateway's socket (core/sandbox_programs)."""
 
-    def run(self, command: str, *, env: dict[str, str], timeout_sec: float) -> ProgramResult:
+    def run(self, command: str, *, env: dict[str, str], timeout_sec: float,
+            gateway: GatewayLink | None = None) -> ProgramResult:
         ...
 
     def read(self, path: str, max_bytes: int) -> bytes | None:

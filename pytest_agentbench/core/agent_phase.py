@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import shlex
 import time
 import traceback
 
@@ -22,12 +21,12 @@ from pytest_agentbench.agents.port import (
     AgentContext,
     AgentError,
     AgentOutcome,
-    ProgramResult,
     spend_of,
 )
 from pytest_agentbench.core.attempt import Attempt
 from pytest_agentbench.core.protection import protect
 from pytest_agentbench.core.recording import RecordingToolbox
+from pytest_agentbench.core.sandbox_programs import SandboxPrograms
 from pytest_agentbench.paths.trees import copy_tree
 from pytest_agentbench.sandbox.port import Sandbox, SandboxError
 from pytest_agentbench.schemas.taxonomy import TASK_BLAMED, Reason
@@ -156,26 +155,3 @@ def _protection(at: Attempt, sandbox: Sandbox) -> tuple[list[str], frozenset[str
 
 def _tool_event(at: Attempt, event: ToolEvent) -> None:
     at.events.emit(event, actor="tool")
-
-
-class SandboxPrograms:
-    """A command agent's program in its sandbox (agents.port.Programs): a harness command of
-    the agent phase, its output in logs/agent_program_{stdout,stderr}.txt and a
-    `command_finished` event; files it left are read with the sandbox's file API."""
-
-    def __init__(self, at: Attempt, sandbox: Sandbox) -> None:
-        self.at, self.sandbox = at, sandbox
-
-    def run(self, command: str, *, env: dict[str, str], timeout_sec: float) -> ProgramResult:
-        result = self.at.run_command(self.sandbox, "agent", command, timeout_sec,
-                                     log="agent_program", env=env)
-        return ProgramResult(result.exit_code, result.full_stdout or result.stdout,
-                             result.full_stderr or result.stderr, result.timed_out,
-                             result.duration_ms)
-
-    def read(self, path: str, max_bytes: int) -> bytes | None:
-        result = self.sandbox.exec(f"test -f {shlex.quote(path)} && head -c {int(max_bytes)} -- "
-                                   f"{shlex.quote(path)}", timeout_sec=30, full_output=True)
-        if result.exit_code != 0:
-            return None
-        return (result.full_stdout or result.stdout).encode()

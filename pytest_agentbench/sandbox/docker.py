@@ -101,10 +101,6 @@ class DockerSandboxFactory:
         image = self._image_facts(spec.image)
         shipped: ShippedMounts | None = None
         if self.transfer == "archive":
-            if spec.extra_mounts:  # a Unix socket cannot travel as an archive
-                raise SandboxError(
-                    "a command agent's gateway and program need an engine that sees this host's "
-                    "files (transfer bind); this engine takes archives")
             if not spec.workspace.is_dir():
                 raise SandboxError(f"workspace {spec.workspace} is not a directory")
             if spec.ca_bundle is not None and not spec.ca_bundle.is_file():

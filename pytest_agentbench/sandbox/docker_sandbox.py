@@ -37,6 +37,7 @@ from pytest_agentbench.sandbox.capture import (
 )
 from pytest_agentbench.sandbox.container_files import ContainerFiles
 from pytest_agentbench.sandbox.disk import DiskGuard
+from pytest_agentbench.sandbox.docker_attach import DockerChannel
 from pytest_agentbench.sandbox.docker_containers import DockerErrors, failure, remove_container
 from pytest_agentbench.sandbox.port import ExecResult, SandboxError, SandboxExited, SandboxSpec
 from pytest_agentbench.sandbox.shipped_mounts import ShippedMounts
@@ -110,6 +111,23 @@ class DockerSandbox:
     def _file_op(self, command: str, env: dict[str, str], timeout: float) -> ExecResult:
         """One ContainerFiles operation: a command like any other (the lock, the wrapper)."""
         return self.exec(command, timeout_sec=timeout, env=env, full_output=True)
+
+    @property
+    def sees_host_files(self) -> bool:
+        return self.shipped is None
+
+    def attach(self, argv: list[str], *, env: Mapping[str, str] | None = None) -> DockerChannel:
+        """See sandbox.port.Attaching: `argv` started by an exec of its own as the container's
+        user (KEEPER_USER; out of reach of the command user's `kill -1` and /proc), its
+        stdin and stdout held open through the engine's API (sandbox/docker_attach.py)."""
+        self._check_usable()
+        try:
+            exec_id = self._api.exec_create(
+                self.container_id, argv, user=policy.KEEPER_USER, workdir="/", stdin=True,
+                stdout=True, stderr=True, environment=dict(env or {}))["Id"]
+            return DockerChannel(self._api.exec_start(exec_id, socket=True))
+        except DockerErrors as exc:
+            raise self._failure("cannot start a process held open", exc) from exc
 
     def _exec(self, command: str, budget: float, env: Mapping[str, str] | None,
               cwd: str | None, full: bool) -> ExecResult:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pytest_agentbench.paths.files import Files
 
@@ -89,7 +89,9 @@ class ExecResult:
 class ExtraMount:
     """A host directory the sandbox sees read-only at `target`; its commands find where in
     the environment variable `env` (the target in a container, the host path in the local
-    sandbox). A command agent's gateway socket and installed program come this way."""
+    sandbox). A command agent's gateway socket and installed program come this way. On an
+    engine that cannot see this host's files the sandbox gets a copy made when it opens, owned
+    by root and read-only (a socket in it is not copied: see Attaching)."""
 
     host: Path
     target: str
@@ -123,6 +125,31 @@ class SandboxSpec:
     extra_mounts: tuple[ExtraMount, ...] = ()
 
 
+class Channel(Protocol):
+    """A process in a sandbox, attached: bytes to its stdin, bytes from its stdout (its stderr
+    kept apart, the last few KiB). `recv` returns b"" once its stdout ended; `close` ends the
+    attachment, which ends its stdin."""
+
+    def recv(self, size: int) -> bytes: ...
+
+    def sendall(self, data: bytes) -> None: ...
+
+    def close(self) -> None: ...
+
+    def stderr_tail(self) -> str: ...
+
+
+@runtime_checkable
+class Attaching(Protocol):
+    """A sandbox that can start a process held open by the harness, outside the one-command-at-
+    a-time `exec` and beside it: how a command agent's model relay works on an engine that cannot
+    see this host's files (`sees_host_files` False: an ExtraMount there is a copy, a Unix socket
+    in it reaches nothing). The process runs as the container's own user, out of reach of the
+    command user's processes; it ends when the channel closes or the sandbox does."""
+
+    sees_host_files: bool
+
+    def attach(self, argv: list[str], *, env: Mapping[str, str] | None = None) -> Channel: ...
 
 
 class Sandbox(Protocol):

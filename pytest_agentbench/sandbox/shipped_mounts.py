@@ -3,8 +3,10 @@
 On a remote engine (or one whose daemon cannot see our paths) a bind mount would fail, or worse,
 mount whatever that machine has at the same path. `ShippedMounts` gives the sandbox fresh volumes
 on its engine instead, filled through the Docker archive API before the sandbox starts: the
-workspace, /env, the CA bundle (as /etc/ssl/certs/ca-certificates.crt) and the task's pip cache
-(a named volume that stays on the engine between sandboxes, so pip downloads once per engine).
+workspace, /env, the CA bundle (as /etc/ssl/certs/ca-certificates.crt), the task's pip cache
+(a named volume that stays on the engine between sandboxes, so pip downloads once per engine)
+and the spec's extra mounts (a command agent's program and gateway directory: copies owned by
+root, mounted read-only; a socket is not copied, the model relay goes through the API instead).
 A loader container that never starts takes the upload (the sandbox's own /env mount is read-only
 after setup); the top-level directories in the archive give each volume's root its owner.
 `sync_back` copies what the sandbox left in its writable directories back to the host ones when
@@ -102,11 +104,20 @@ class ShippedMounts:
             loader_mounts.append(Mount(f"{LOADER_ROOT}/pip", pip, type="volume"))
             mounts.append(Mount(posixpath.join(HOME, ".cache/pip"), pip, type="volume"))
             trees.append(("pip", None))
-        self._upload(image, loader_mounts, trees)
+        root_trees: list[tuple[str, Path | None]] = []
+        for i, extra in enumerate(spec.extra_mounts):  # a command agent's program, gateway dir
+            volume = self._volume(f"extra{i}")
+            self.roles[volume] = f"<{extra.env}>"
+            loader_mounts.append(Mount(f"{LOADER_ROOT}/extra{i}", volume, type="volume"))
+            mounts.append(Mount(extra.target, volume, type="volume", read_only=True))
+            root_trees.append((f"extra{i}", extra.host))
+        self._upload(image, loader_mounts, trees, root_trees)
         return mounts
 
-    def _upload(self, image: str, mounts: list[Mount],
-                trees: list[tuple[str, Path | None]]) -> None:
+    def _upload(self, image: str, mounts: list[Mount], trees: list[tuple[str, Path | None]],
+                root_trees: list[tuple[str, Path | None]]) -> None:
+        """`trees` owned by the sandbox user, `root_trees` by root (read-only copies of host
+        directories: the sandbox user cannot change them, the mount aside)."""
         api = self.client.api
         try:
             loader = str(api.create_container(
@@ -121,6 +132,9 @@ class ShippedMounts:
         try:
             api.put_archive(loader, LOADER_ROOT, tar_chunks(trees, self.uid, self.gid,
                                                             budgets=budgets))
+            if root_trees:
+                api.put_archive(loader, LOADER_ROOT, tar_chunks(
+                    root_trees, 0, 0, budgets={top: ENV_MAX_BYTES for top, _ in root_trees}))
             if self.spec.ca_bundle is not None:
                 bundle = self.spec.ca_bundle.read_bytes()
                 api.put_archive(loader, LOADER_ROOT, _one_file("ca/ca-certificates.crt", bundle,
