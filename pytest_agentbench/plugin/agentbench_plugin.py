@@ -18,11 +18,11 @@ import pytest
 
 from pytest_agentbench.agents.port import Agent
 from pytest_agentbench.agents.variants import VariantError, agent_builder
-from pytest_agentbench.core.attempt_record import crash_record, invalid_task_record
+from pytest_agentbench.core.attempt_record import invalid_task_record
+from pytest_agentbench.plugin.attempt_reports import attach_record, worker_crash_record
 from pytest_agentbench.plugin.exit_status import Selection, recorded_line, settle_exit
 from pytest_agentbench.plugin.items import (
     LABEL_MARK_HELP,
-    SHORT_FAILURES,
     CollectedTasks,
     InvalidTaskDir,
     InvalidTaskItem,
@@ -36,8 +36,6 @@ from pytest_agentbench.plugin.resume import resume_command, with_recorded
 from pytest_agentbench.plugin.rootdir import check_space_form
 from pytest_agentbench.plugin.workers import (
     cap_workers,
-    crash_summary,
-    crashed_worker,
     default_worksteal,
     is_crash_report,
     is_worker,
@@ -300,21 +298,7 @@ class AgentbenchPlugin:
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         report = yield
-        if call.excinfo is not None and isinstance(call.excinfo.value, SHORT_FAILURES):
-            report.longrepr = str(call.excinfo.value)  # one short text, no traceback
-        record = getattr(item, "agentbench_record", None)
-        if record is None or getattr(item, "_agentbench_attached", False):
-            return report
-        if report.when == "call" or (report.when == "setup" and not report.passed):
-            if hasattr(report, "wasxfail"):
-                outcome = "xfailed" if report.skipped else "xpassed"
-            elif report.when == "setup":
-                outcome = "skipped" if report.skipped else "error"
-            else:
-                outcome = report.outcome
-            record["pytest_outcome"] = outcome
-            report.agentbench = record
-            item._agentbench_attached = True  # type: ignore[attr-defined]
+        attach_record(item, call, report)
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -346,17 +330,7 @@ class AgentbenchPlugin:
         if record is None and is_crash_report(report):
             attempt = self._by_nodeid.get(report.nodeid)
             if attempt is not None:
-                task, index = attempt
-                record = crash_record(
-                    run_id=self.state.run_id,
-                    session_token=self.state.session_token,
-                    spec=task.spec,
-                    variant=self.settings.variant.name,
-                    variant_config_hash=self.settings.variant_hash(),
-                    attempt_index=index,
-                    worker=crashed_worker(report),
-                    summary=crash_summary(report),
-                ).to_json_dict()
+                record = worker_crash_record(self.state, self.settings, attempt, report)
             else:  # not an attempt xdist told us of: say so rather than lose it silently
                 self.state.notes.append(
                     f"a worker crashed in {report.nodeid}, which is no collected attempt: "
