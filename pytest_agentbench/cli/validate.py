@@ -9,7 +9,10 @@ hard-coding try that passes is a `WARN` line naming the weak tests. With `--adeq
 accepted task also gets its test-adequacy score (run/adequacy.py: the share of the oracle
 patch's mutants its tests catch; `--exploit none` skips the exploit tries); below
 `--adequacy-threshold` it is a `WARN` line naming the surviving mutants. `--json FILE` writes
-every task's verdict, tries and adequacy as JSON. Exit status: 0 all
+every task's verdict, tries and adequacy as JSON. Every `--run` also keeps each task's verdict
+and adequacy, with the task's content fingerprint and commit, in the output root's
+`.validation/<suite>/<task>.json` (`--out DIR`, reporting/validations.py), where the run page
+and `report tasks` find it for runs of that same task content. Exit status: 0 all
 accepted, 1 some rejected, 2 no taskpacks or a bad option, 10 no Docker engine or runner image
 (one line).
 
@@ -56,6 +59,10 @@ def add_validate_command(sub: Any) -> None:
     cmd.add_argument("--sandbox", choices=("docker", "local"), default="docker",
                      help="with --run: docker (default), or local (no isolation: the tries "
                           "that need it are skipped)")
+    cmd.add_argument("--out", type=Path, default=None, metavar="DIR",
+                     help="with --run: the output root whose .validation/ keeps each task's "
+                          "result for the reports (default: ini agentbench_out, else "
+                          "reports/runs, under the project root)")
     cmd.add_argument("-k", dest="only", help="only task ids containing this text")
     cmd.set_defaults(func=validate_tasks)
 
@@ -94,6 +101,7 @@ def validate_tasks(args: argparse.Namespace) -> int:
         print(f"agentbench validate-tasks: {adequacy}", file=sys.stderr)
         return 2
     verdicts: dict[str, Any] = {}
+    kept = args.out.expanduser().resolve() if args.out else find_project().out
     bad, warned = len(loaded.problems), 0
     with tempfile.TemporaryDirectory(prefix="agentbench-validate-") as tmp:
         try:
@@ -105,6 +113,7 @@ def validate_tasks(args: argparse.Namespace) -> int:
             result = validate_task(task, shared, sandboxes, mirrors, exploits=exploits,
                                    adequacy=adequacy)
             verdicts[task.id] = result.to_dict()
+            _keep(kept, task, result)
             bad += not result.ok
             warned += bool(result.warnings)
             print(f"{'OK     ' if result.ok else 'REJECT '} {task.id}: {result.detail}", flush=True)
@@ -119,6 +128,8 @@ def validate_tasks(args: argparse.Namespace) -> int:
                 print(f"WARN    {task.id}: {warning}", flush=True)
     if args.json_out:
         _write_json(Path(args.json_out), verdicts)
+    if tasks:
+        print(f"results kept for the reports under {kept / '.validation'}")
     weak = f", {warned} with weak tests" if warned else ""
     print(f"{len(tasks) + len(loaded.problems) - bad} accepted, {bad} rejected{weak}")
     return 1 if bad else 0
@@ -160,6 +171,26 @@ def _write_json(path: Path, verdicts: dict[str, Any]) -> None:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"tasks": verdicts}, indent=2, sort_keys=True) + "\n", "utf-8")
+
+
+def _keep(root: Path, task: Any, result: Any) -> None:
+    """The task's verdict and adequacy under `root`'s .validation/ (reporting/validations.py),
+    with the fingerprint of its content and the commit its oracle attempt resolved."""
+    from datetime import UTC, datetime
+
+    from pytest_agentbench import __version__
+    from pytest_agentbench.reporting.validations import write_validation
+    from pytest_agentbench.tasks.fingerprint import task_fingerprint
+
+    entry = {**result.to_dict(), "fingerprint": task_fingerprint(task.task_dir),
+             "task_commit": result.oracle.get("task_commit"),
+             "validated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+             "harness_version": __version__}
+    try:
+        write_validation(root, task.spec.suite, task.id, entry)
+    except OSError as exc:
+        print(f"agentbench validate-tasks: cannot keep the result under {root}: {exc}",
+              file=sys.stderr)
 
 
 def _setup_tail(run_dir: Path, record: dict[str, Any]) -> str:

@@ -35,6 +35,7 @@ from pytest_agentbench.sandbox.port import (
 from pytest_agentbench.schemas.events import TaskFinished, TaskStarted, utc_now
 from pytest_agentbench.schemas.records import AttemptRecord, Result
 from pytest_agentbench.schemas.taxonomy import Reason
+from pytest_agentbench.tasks.fingerprint import write_fingerprint
 
 if TYPE_CHECKING:
     from pytest_agentbench.core.recording import RecordingToolbox
@@ -60,6 +61,7 @@ class AttemptPipeline:
         at.events.emit(TaskStarted(variant=self.cfg.shared.variant, worker=self.cfg.shared.worker))
         frozen = self.cfg.redact(at.task.raw_text)
         at.paths.root.joinpath("task.yaml").write_text(frozen, "utf-8")
+        write_fingerprint(at.task.task_dir, at.paths.root)  # reports match validations by it
         try:
             result = self._pipeline()
         except Failure as failure:

@@ -14,6 +14,10 @@ Over several runs (by default every run of the output root), per task: its pass 
 Only scored attempts count (`summary.scored_mask`): attempts of invalid, flaky or quarantined
 tasks and infra errors are left out (`infra_as_failure` counts infra errors as failures, as in
 the summary); a task with no scored attempt in any run is listed under `unscored`.
+Each task also gets its test adequacy (`adequacy`, a column once some task has one) from
+`validate-tasks --run --adequacy`, kept under each run's output root (reporting/validations.py):
+shown only when every run of the task saw the content it was validated at; otherwise none,
+and a line under "Adequacy not shown" (`adequacy_notes`) says why.
 
 No item-response model is fitted. The project's dependencies carry no IRT implementation, and a
 Rasch or 2PL fit estimates one ability per variant from the variants themselves: with the two
@@ -35,6 +39,7 @@ from pytest_agentbench.reporting.load import Run
 from pytest_agentbench.reporting.md import cell, pct, table
 from pytest_agentbench.reporting.names import ATTEMPTS_FILE, ReportError
 from pytest_agentbench.reporting.summary import scored_mask
+from pytest_agentbench.reporting.validations import AdequacyView, runs_adequacy
 
 MIN_SPREAD = 0.5
 SIGNALS = ("discriminating", "weak", "partial", "one-variant", "never-passed", "always-passed")
@@ -79,6 +84,9 @@ def task_signal(runs: Sequence[Run], min_spread: float = MIN_SPREAD,
         rows.append({"task_id": str(task_id), "rates": rates, "spread": spread,
                      "signal": _signal(values, spread, min_spread, len(variants))})
     rows.sort(key=lambda r: (-r["spread"], r["task_id"]))
+    adequacy, adequacy_notes = runs_adequacy(runs, [r["task_id"] for r in rows])
+    for row in rows:
+        row["adequacy"] = adequacy.get(row["task_id"])
     seen = {r["task_id"] for r in rows}
     by_signal = {s: [r["task_id"] for r in rows if r["signal"] == s] for s in SIGNALS}
     return {
@@ -94,6 +102,7 @@ def task_signal(runs: Sequence[Run], min_spread: float = MIN_SPREAD,
         "always_passed": by_signal["always-passed"],
         "discriminating": by_signal["discriminating"],
         "unscored": [t for t in all_tasks if t not in seen],
+        "adequacy_notes": adequacy_notes,
         "irt": "not fitted: no IRT implementation among the dependencies, and too few variants "
                "to estimate per-task discrimination (see pytest_agentbench/reporting/"
                "task_signal.py)",
@@ -129,15 +138,28 @@ def render_tasks(data: dict[str, Any], fmt: str) -> str:
              f"{counts['never-passed']} never passed, {counts['always-passed']} always passed"
              + (f"; {len(data['unscored'])} with no scored attempt" if data["unscored"] else "")
              + ".", ""]
+    shown = any(r.get("adequacy") for r in data["tasks"])  # a column once any task has one
     rows = [[r["task_id"], *(_rate(r["rates"].get(v)) for v in variants),
-             pct(r["spread"]), r["signal"]] for r in data["tasks"]]
-    lines.append(table(["task", *variants, "spread", "signal"], rows, limit=None))
+             pct(r["spread"]), r["signal"], *([_adequacy(r.get("adequacy"))] if shown else [])]
+            for r in data["tasks"]]
+    lines.append(table(["task", *variants, "spread", "signal",
+                        *(["adequacy"] if shown else [])], rows, limit=None))
     for title, key in (("Never passed", "never_passed"), ("Always passed", "always_passed"),
                        ("No scored attempt", "unscored")):
         ids = data[key]
         lines += ["", f"## {title}", "",
                   ", ".join(cell(t) for t in ids) if ids else "none"]
+    if data.get("adequacy_notes"):
+        lines += ["", "## Adequacy not shown", "",
+                  *(f"- {cell(n)}" for n in data["adequacy_notes"])]
     return "\n".join(lines) + "\n"
+
+
+def _adequacy(entry: dict[str, Any] | None) -> str:
+    """The score (`0.43 weak tests` below its threshold) from validate-tasks, or —."""
+    if not entry or entry.get("score") is None:
+        return "—"
+    return AdequacyView(float(entry["score"]), bool(entry.get("flagged"))).cell()
 
 
 def _rate(entry: dict[str, Any] | None) -> str:

@@ -51,6 +51,7 @@ from pytest_agentbench.reporting.run_files import (
     read_run_file,
 )
 from pytest_agentbench.reporting.summary import RunSummary, summarize
+from pytest_agentbench.reporting.validations import task_adequacy
 from pytest_agentbench.schemas.taxonomy import FLAKY_REASONS
 
 if TYPE_CHECKING:
@@ -91,6 +92,7 @@ def render_html(run: Run, summary: RunSummary, max_tasks: int = MAX_TASKS,
 
     d = summary.data
     tasks, rows = _tasks(run, max_tasks)
+    adequacy_notes = task_adequacy(run, rows)
     tasks = (redactor or Redactor()).redact_obj(tasks)
     total = int(run.attempts["task_id"].nunique())
     info = d["run"]
@@ -101,6 +103,8 @@ def render_html(run: Run, summary: RunSummary, max_tasks: int = MAX_TASKS,
         cards=cards, notes=notes,
         engines=Markup(engine_report.engines_html(d)),  # noqa: S704 - escaped there
         figures=_figures(run, d), rows=rows, more=total > max_tasks, max_tasks=max_tasks,
+        adequacy_shown=any(r["adequacy_view"] is not None for r in rows),
+        adequacy_notes=adequacy_notes,
         total=total, payload=json_payload({"tasks": tasks}),
         js=Markup(JS),  # noqa: S704 - this package's constant
         index_href=index_href)
@@ -265,7 +269,8 @@ def _row(task_id: str, recs: list[dict[str, Any]]) -> dict[str, Any]:
         shown = "not scored: " + ", ".join(why)
     return {"task_id": task_id, "anchor": task_anchor(task_id), "status": status, "cls": cls,
             "suite": suite, "attempts": len(recs), "shown": shown,
-            "reasons": ", ".join(reasons),
+            "reasons": ", ".join(reasons), "task_dir": str(recs[0]["task_dir"] or ""),
+            "task_commit": str(recs[0].get("task_commit") or ""),
             "search": " ".join([task_id, suite, *reasons]).lower()}
 
 
