@@ -1,11 +1,11 @@
-"""The workspace's disk limit (SandboxSpec.disk_limit_mb), enforced one of two ways.
+"""The workspace's disk limit (SandboxSpec.disk_limit_mb), enforced one of three ways.
 
 "filesystem": before anything is put in it, the workspace becomes a loop-mounted ext4 of the
 limit's size (`provision`). A hard bound: writes past it fail with ENOSPC, whatever writes them.
 Needs root, loop devices, mkfs.ext4, and an engine in this host's mount namespace (it must see
-the mount). The image is a sparse file next to the workspace; `release` unmounts it, and mounts
-whose process died or whose image was deleted are unmounted by `release_stale` (at every
-`provision` and by `agentbench gc`).
+the mount). The image is a sparse file next to the workspace (sandbox/loopfs.py mounts it);
+`release` unmounts it, and mounts whose process died or whose image was deleted are unmounted
+by `release_stale` (at every `provision` and by `agentbench gc`).
 
 "watched" (a local engine that cannot be bounded so): the host measures the workspace while a
 command runs and kills the command once the workspace grew past the limit; RLIMIT_FSIZE caps each
@@ -29,21 +29,19 @@ tree_size; du's two sums in the sandbox): a sparse file is as big as the data it
 from __future__ import annotations
 
 import contextlib
-import math
 import os
-import re
 import shutil
 import signal
-import stat
 import subprocess
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pytest_agentbench.paths.trees import copy_tree, tree_size
+from pytest_agentbench.paths.trees import tree_size
+from pytest_agentbench.sandbox.loopfs import mount_loopfs, stale_loopfs, unmount_loopfs
+from pytest_agentbench.sandbox.mounts import unmount_keeping
 
-DISK_TAG = ".agentbench-disk-"  # images: <parent>/.agentbench-disk-<pidns>.<pid>-<name>.img
 FULL_BYTES = 1 << 20  # a bounded filesystem with less free space than this is full
 WATCH_POLL_SEC = 0.1  # one statvfs
 STALE_SEC = 2.0  # watched: walk at least this often while commands run
@@ -76,100 +74,6 @@ def loopfs_unavailable(engine_host: str) -> str | None:
     except (OSError, ValueError):
         return "cannot tell whether the engine sees this host's mounts (no /run/docker.pid)"
     return None if same else "the engine runs in another mount namespace"
-
-
-def _run(argv: list[str]) -> None:
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
-    if proc.returncode != 0:
-        raise OSError(f"{' '.join(argv[:2])} failed: {proc.stderr.strip()[-300:]}")
-
-
-def mount_loopfs(path: Path, limit_mb: int) -> Path:
-    """Mount a fresh ext4 of at least `limit_mb` MiB usable space on the empty dir `path`, with
-    its owner and mode; returns the (sparse) image file, next to `path`."""
-    st = path.stat()
-    image = path.parent / f"{DISK_TAG}{owner_tag()}-{path.name}.img"
-    size_mb = math.ceil(limit_mb / 0.97) + 4  # ext4's own overhead (~3 %) comes on top
-    with open(image, "wb") as handle:
-        handle.truncate(size_mb << 20)
-    try:
-        _run(["mkfs.ext4", "-q", "-F", "-m", "0", "-b", "4096", "-O", "^has_journal",
-              "-E", f"lazy_itable_init=1,root_owner={st.st_uid}:{st.st_gid}", "-L", "agentbench",
-              str(image)])
-        _run(["mount", "-o", "loop,nosuid,nodev,noatime", str(image), str(path)])
-    except (OSError, subprocess.SubprocessError):
-        image.unlink(missing_ok=True)
-        raise
-    with contextlib.suppress(OSError):
-        (path / "lost+found").rmdir()
-    os.chmod(path, stat.S_IMODE(st.st_mode))
-    return image
-
-
-def unmount_loopfs(path: Path, image: Path | None) -> None:
-    """Unmount (lazily if something still holds it) and delete the image; `path` stays."""
-    if os.path.ismount(path):
-        try:
-            _run(["umount", str(path)])
-        except OSError:
-            _run(["umount", "-l", str(path)])
-    if image is not None:
-        image.unlink(missing_ok=True)
-
-
-def stale_loopfs() -> list[tuple[Path, Path]]:
-    """(mount point, image) of workspace filesystems whose process is gone or whose image was
-    deleted (the attempt's directory was removed without `release`)."""
-    stale = []
-    try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
-        return []
-    for line in lines:
-        fields = line.split(" ")
-        source = fields[fields.index("-") + 2] if "-" in fields else ""
-        if not source.startswith("/dev/loop"):
-            continue
-        try:
-            backing = Path(f"/sys/block/{source[5:]}/loop/backing_file").read_text().strip()
-        except OSError:
-            continue
-        name = os.path.basename(backing.removesuffix(" (deleted)"))
-        if not name.startswith(DISK_TAG):
-            continue
-        pid_ns, _, rest = name[len(DISK_TAG):].partition(".")
-        pid = rest.split("-", 1)[0]
-        ours = pid_ns == owner_tag().split(".")[0]
-        if backing.endswith(" (deleted)") or (ours and not (pid.isdigit() and pid_alive(int(pid)))):
-            mount_point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[4])
-            stale.append((Path(mount_point), Path(backing.removesuffix(" (deleted)"))))
-    return stale
-
-
-def owner_tag() -> str:
-    """<pid namespace>.<pid>: whether the owner still lives can only be told in its namespace."""
-    try:
-        pid_ns = str(os.stat("/proc/self/ns/pid").st_ino)
-    except OSError:
-        pid_ns = "0"
-    return f"{pid_ns}.{os.getpid()}"
-
-
-def owner_dead(tag: str) -> bool:
-    """Whether the owner named by an `owner_tag()` is a dead process of this pid namespace."""
-    pid_ns, _, pid = tag.partition(".")
-    return pid_ns == owner_tag().split(".")[0] and not (pid.isdigit() and pid_alive(int(pid)))
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process of this pid namespace exists (one we may not signal counts)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def tree_usage(root: Path) -> int:
@@ -390,20 +294,6 @@ def release(path: Path, keep: bool = False) -> None:
     unmount_keeping(path, lambda: unmount_loopfs(path, image), keep)
     with _LOCK:
         _MOUNTED.pop(_key(path), None)
-
-
-def unmount_keeping(path: Path, unmount: Callable[[], None], keep: bool) -> None:
-    """Run `unmount` for the mount on `path`; keep=True: its content stays at `path` as a plain
-    directory (copied out first, moved back after)."""
-    if not (keep and os.path.ismount(path)):
-        unmount()
-        return
-    staging = path.parent / f".{path.name}.agentbench-keep"
-    copy_tree(path, staging)
-    unmount()
-    for child in staging.iterdir():
-        os.rename(child, path / child.name)
-    staging.rmdir()
 
 
 def release_all() -> int:

@@ -22,6 +22,7 @@ from docker.errors import DockerException, NotFound
 
 import pytest_agentbench.sandbox.disk as disk
 import pytest_agentbench.sandbox.layers as layers
+import pytest_agentbench.sandbox.mounts as mounts
 from pytest_agentbench.sandbox.port import EngineLost, SandboxError
 
 DockerErrors = (DockerException, requests.RequestException, OSError)
@@ -135,7 +136,7 @@ def owner_alive(labels: Mapping[str, str], state: str | None) -> bool:
     (by pid), or (another machine's) a container still running (`state`)."""
     host, _, pid = labels.get(OWNER_LABEL, "").rpartition(":")
     if host == socket.gethostname() and pid.isdigit():
-        return disk.pid_alive(int(pid))
+        return mounts.pid_alive(int(pid))
     return bool(host) and state == "running"
 
 

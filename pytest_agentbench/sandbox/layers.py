@@ -23,7 +23,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-import pytest_agentbench.sandbox.disk as disk
+import pytest_agentbench.sandbox.mounts as mounts
 from pytest_agentbench.paths.regular_files import DIR_FLAGS
 from pytest_agentbench.paths.trees import CHOWN_MAX_DEPTH
 from pytest_agentbench.paths.walk import Walk
@@ -47,7 +47,7 @@ def overlay_unavailable(loopfs_problem: str | None) -> str | None:
 
 
 def layer_dir(path: Path) -> Path:
-    return path.parent / f".{path.name}{LAYER_TAG}{disk.owner_tag()}"
+    return path.parent / f".{path.name}{LAYER_TAG}{mounts.owner_tag()}"
 
 
 def mount_overlay(path: Path, base: Path, layer: Path) -> None:
@@ -130,7 +130,7 @@ def release(path: Path, keep: bool = False) -> Path | None:
         layer = _MOUNTED.get(os.path.abspath(path))
     if layer is None:
         return None
-    disk.unmount_keeping(path, lambda: _unmount(path), keep)
+    mounts.unmount_keeping(path, lambda: _unmount(path), keep)
     with _LOCK:
         _MOUNTED.pop(os.path.abspath(path), None)
     return layer
@@ -167,7 +167,7 @@ def release_stale() -> int:
         if LAYER_TAG not in upper:
             continue
         tag = upper.split(LAYER_TAG, 1)[1].split("/", 1)[0]
-        if os.path.isdir(upper) and not disk.owner_dead(tag):
+        if os.path.isdir(upper) and not mounts.owner_dead(tag):
             continue
         with contextlib.suppress(OSError, subprocess.SubprocessError):
             _unmount(Path(fields[4].replace("\\040", " ")))
