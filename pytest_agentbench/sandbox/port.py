@@ -128,7 +128,7 @@ class SandboxSpec:
 class Channel(Protocol):
     """A process in a sandbox, attached: bytes to its stdin, bytes from its stdout (its stderr
     kept apart, the last few KiB). `recv` returns b"" once its stdout ended; `close` ends the
-    attachment, which ends its stdin."""
+    attachment, which ends its stdin, and wakes a `recv` waiting in another thread."""
 
     def recv(self, size: int) -> bytes: ...
 
