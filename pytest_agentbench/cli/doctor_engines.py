@@ -21,7 +21,8 @@ from pytest_agentbench.sandbox.engines import (
     engine_info,
     shares_filesystem,
 )
-from pytest_agentbench.sandbox.image import DEFAULT_IMAGE, ImageUnavailable, ensure_image_on
+from pytest_agentbench.sandbox.image import DEFAULT_IMAGE, ImageUnavailable
+from pytest_agentbench.sandbox.image_transfer import ensure_image_on
 
 PROBE = ("id -u; grep CapEff /proc/self/status | cut -f2; "
          "python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), timeout=3)' "

@@ -34,7 +34,7 @@ def plan_engines(texts: tuple[str, ...], image: RunnerImage, probe_root: Path,
         parse_engine,
         shares_filesystem,
     )
-    from pytest_agentbench.sandbox.image import ensure_image_on
+    from pytest_agentbench.sandbox.image_transfer import ensure_image_on
 
     if not texts and _local_default():
         return [EnginePlan("default", "default", None, "bind")], []

@@ -29,7 +29,8 @@ from pytest_agentbench.sandbox.engines import (
     parse_engine,
     shares_filesystem,
 )
-from pytest_agentbench.sandbox.image import DEFAULT_IMAGE, ensure_image_on
+from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
+from pytest_agentbench.sandbox.image_transfer import ensure_image_on
 from tests.support.sandboxes import in_ci
 
 LOCAL_SOCKET = "unix:///var/run/docker.sock"

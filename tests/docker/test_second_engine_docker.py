@@ -24,7 +24,8 @@ from pytest_agentbench.sandbox.engines import (
     parse_engine,
     shares_filesystem,
 )
-from pytest_agentbench.sandbox.image import DEFAULT_IMAGE, ensure_image_on
+from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
+from pytest_agentbench.sandbox.image_transfer import ensure_image_on
 from tests.support.engine_access import make_certs
 
 pytestmark = pytest.mark.xdist_group("second_engine")
