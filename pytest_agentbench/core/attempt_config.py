@@ -12,7 +12,7 @@ from typing import Any
 from pytest_agentbench.core.envcache import EnvCache
 from pytest_agentbench.core.event_sink import EventListener
 from pytest_agentbench.sandbox.port import ExtraMount, SandboxSpec
-from pytest_agentbench.schemas.task import TaskSpec
+from pytest_agentbench.schemas.task import EnvironmentSpec, TaskSpec
 from pytest_agentbench.text.redaction import Redactor
 from pytest_agentbench.version import harness_version
 
@@ -44,6 +44,9 @@ class SharedAttemptConfig:
     harness_version: str = field(default_factory=harness_version)
     event_listener: EventListener | None = None  # sees each event as written (live progress)
     regrade: int = 0  # re-runs of the passing command on the final state (core/regrade.py)
+    # --agentbench-resources-scale: CPU and memory limits of every sandbox but setup's, times
+    # this (scaled_resources); 1.0: the task's own
+    resources_scale: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,24 @@ class AttemptConfig:
 
 def attempt_id(run_id: str, task_id: str, variant: str, index: int, session: str = "") -> str:
     return f"{run_id}:{task_id}:{variant}:{index}" + (f"@{session}" if session else "")
+
+
+# The floors of a scaled limit: Docker's smallest CPU quota, and the task schema's smallest
+# memory limit (a container below a few MiB cannot start its init process).
+MIN_CPU = 0.01
+MIN_MEM_MB = 64
+
+
+def scaled_resources(env: EnvironmentSpec, scale: float) -> tuple[float, int]:
+    """The CPU and memory limits a sandbox gets under `scale` (--agentbench-resources-scale):
+    the task's, times `scale`, CPU to 0.01 of a core and memory to whole MiB, never below the
+    floors. The pids and disk limits are not scaled: they bound what a runaway command can do
+    (fork bombs, a full disk), not how fast the tests run, and a scaled-down pids limit turns a
+    test that forks into an error of its own kind."""
+    if scale == 1.0:
+        return env.cpu_limit, env.mem_limit_mb
+    return (max(MIN_CPU, round(env.cpu_limit * scale, 2)),
+            max(MIN_MEM_MB, int(round(env.mem_limit_mb * scale))))
 
 
 def pip_cache_dir(root: Path, spec: TaskSpec) -> Path:
@@ -83,6 +104,11 @@ def sandbox_spec(
     the deterministic envelope (a regrade's PYTHONHASHSEED)."""
     env = spec.environment
     setup = phase == "setup"
+    # setup runs at the task's own limits: the env-cache key names them (core/envcache.py), so
+    # a scaled run reuses what an unscaled setup built, and a setup is never what the scale
+    # measures; every later sandbox (baseline, agent, score, regrade) gets the scaled ones
+    cpu, mem = (env.cpu_limit, env.mem_limit_mb) if setup else scaled_resources(
+        env, cfg.shared.resources_scale)
     return SandboxSpec(
         # a task may name its own local image; else the runner image by the id resolved when
         # the run began: its tag is shared by every checkout of the harness on this engine, and
@@ -93,8 +119,8 @@ def sandbox_spec(
         env_read_only=not setup,
         workdir=env.workdir,
         network=network,
-        cpu_limit=env.cpu_limit,
-        mem_limit_mb=env.mem_limit_mb,
+        cpu_limit=cpu,
+        mem_limit_mb=mem,
         pids_limit=env.pids_limit,
         # every phase one sandbox may see before the agent's own clock starts (setup, each
         # capture command, each baseline run, the results read), then the agent's time, then

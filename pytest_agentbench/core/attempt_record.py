@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_agentbench.agents.port import AgentOutcome
-from pytest_agentbench.core.attempt_config import AttemptConfig, attempt_id
+from pytest_agentbench.core.attempt_config import AttemptConfig, attempt_id, scaled_resources
+from pytest_agentbench.core.oom_count import oom_kills
 from pytest_agentbench.schemas.events import utc_now
 from pytest_agentbench.schemas.records import (
     AgentStats,
@@ -75,7 +76,12 @@ def build_record(
         baseline_validation=findings.baseline,
         agent=findings.agent,
         result=result,
-        limits=limits_of(spec, agent_time_limit_sec=findings.agent_time_limit_sec),
+        limits=limits_of(
+            spec, agent_time_limit_sec=findings.agent_time_limit_sec,
+            resources_scale=cfg.shared.resources_scale,
+            oom_kills=oom_kills(cfg.shared.events_path, attempt,
+                                cfg.shared.run_dir / artifacts_dir / "agent" / "tool_calls.jsonl",
+                                result)),
         image=ImageInfo(name=cfg.shared.image, id=cfg.shared.image_id,
                         digest=cfg.shared.image_digest),
         artifact_paths={
@@ -96,8 +102,10 @@ def crash_record(
     attempt_index: int,
     worker: str,
     summary: str,
+    resources_scale: float = 1.0,
 ) -> AttemptRecord:
-    """A worker died mid-attempt: SANDBOX_ERROR (WORKER_CRASH) rather than a silent gap."""
+    """A worker died mid-attempt: SANDBOX_ERROR (WORKER_CRASH) rather than a silent gap; its
+    limits are the run's (`resources_scale` applied), its OOM kills unknown."""
     return _record_of_no_run(
         attempt_id(run_id, spec.id, variant, attempt_index, session_token),
         run_id=run_id,
@@ -115,7 +123,7 @@ def crash_record(
             sub_reason="WORKER_CRASH",
             summary=summary,
         ),
-        limits=limits_of(spec),
+        limits=limits_of(spec, resources_scale=resources_scale),
     )
 
 
@@ -133,17 +141,31 @@ def _record_of_no_run(attempt: str, **fields: Any) -> AttemptRecord:
     )
 
 
-def limits_of(spec: TaskSpec, agent_time_limit_sec: float | None = None) -> Limits:
-    """The budgets a paired comparison must see equal on both sides; `agent_time_limit_sec`
-    what the agent had, when it ran."""
-    env = spec.environment
+def limits_of(spec: TaskSpec, agent_time_limit_sec: float | None = None,
+              resources_scale: float = 1.0, oom_kills: int | None = None) -> Limits:
+    """The budgets and the resource policy a paired comparison must see equal on both sides:
+    the CPU and memory limits as the agent's and scoring sandboxes got them (`resources_scale`
+    applied, core/attempt_config.scaled_resources); `agent_time_limit_sec` what the agent had,
+    when it ran; `oom_kills` None when not counted."""
+    return _limits(spec.environment, spec.agent, resources_scale, oom_kills,
+                   agent_time_limit_sec)
+
+
+def _limits(env: EnvironmentSpec, agent: AgentSpec, scale: float, oom: int | None,
+            agent_time_limit_sec: float | None = None) -> Limits:
+    cpu, mem = scaled_resources(env, scale)
     return Limits(
         timeout_sec=env.timeout_sec,
         tool_timeout_sec=env.tool_timeout_sec,
-        max_steps=spec.agent.max_steps,
-        cpu_limit=env.cpu_limit,
-        mem_limit_mb=env.mem_limit_mb,
+        max_steps=agent.max_steps,
+        cpu_limit=cpu,
+        mem_limit_mb=mem,
         agent_time_limit_sec=agent_time_limit_sec,
+        pids_limit=env.pids_limit,
+        disk_limit_mb=env.disk_limit_mb,
+        mem_reservation_mb=None,  # the sandbox sets a hard limit only (memory + swap equal)
+        resources_scale=scale,
+        oom_kills=oom,
     )
 
 
@@ -178,11 +200,6 @@ def invalid_task_record(
             failure_reason=Reason.TASK_INVALID,
             summary="\n".join(problems) or "invalid task",
         ),
-        limits=Limits(
-            timeout_sec=env.timeout_sec,
-            tool_timeout_sec=env.tool_timeout_sec,
-            max_steps=agent.max_steps,
-            cpu_limit=env.cpu_limit,
-            mem_limit_mb=env.mem_limit_mb,
-        ),
+        # it never ran: no OOM kill, and no scale it ran under (its limits are the defaults)
+        limits=_limits(env, agent, 1.0, 0).model_copy(update={"resources_scale": None}),
     )

@@ -163,4 +163,5 @@ def _shared_attempt_config(
         agent_params=settings.variant.params,
         event_listener=listener,  # live progress (plugin/progress.py)
         regrade=settings.regrade,
+        resources_scale=settings.resources_scale,
     )

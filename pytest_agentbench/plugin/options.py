@@ -137,6 +137,14 @@ def add_options(parser: pytest.Parser) -> None:
         "flaky with the task's problems, not against the agent; the record keeps every run",
     )
     add(
+        "--agentbench-resources-scale",
+        metavar="F",
+        help="run every task with its CPU and memory limits times F (0 < F <= 64; 0.5 halves "
+        "them; default 1) in every sandbox but setup's; pids and disk limits stay the task's. "
+        "The records carry the scale and the limits applied; `agentbench report compare` over "
+        "runs at several scales shows how the pass rate moves",
+    )
+    add(
         "--agentbench-sequential",
         metavar="BASELINE_RUN",
         help="compare with this baseline run (a run directory, a run name in the output root, "
@@ -152,8 +160,9 @@ def add_options(parser: pytest.Parser) -> None:
         help="error rate of each verdict of --agentbench-sequential, at any stopping time "
         "(default 0.05)")
     add("--agentbench-sequential-allow-mismatch", action="append", default=[], metavar="FIELD",
-        choices=("task_commit", "image", "limits", "harness_version"),
-        help="accept a difference in this pairing field with the baseline (repeatable)")
+        choices=("task_commit", "image", "limits", "harness_version", "resources"),
+        help="accept a difference in this pairing field with the baseline (repeatable; "
+        "resources: the CPU, memory, pids or disk limits)")
     add("--agentbench-sequential-seed", type=int, metavar="N",
         help="seed of the random task order of --agentbench-sequential (default: random, "
         "recorded in run.json)")

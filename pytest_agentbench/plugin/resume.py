@@ -1,8 +1,8 @@
 """What a resumed run takes from its own run.json: a resume is
 `pytest --agentbench-resume DIR`, nothing more. The options that make up the run's recorded
-configuration (attempts, variant, sandbox, regrade) default to the recorded values, ahead of the
-ini file; an option given on the command line still wins, and the resume check (run/state.py)
-still refuses one that differs from the record.
+configuration (attempts, variant, sandbox, regrade, resources scale) default to the recorded
+values, ahead of the ini file; an option given on the command line still wins, and the resume
+check (run/state.py) still refuses one that differs from the record.
 """
 
 from __future__ import annotations
@@ -33,6 +33,9 @@ def recorded_options(run_dir: Path) -> dict[str, Any]:
         found["sandbox"] = config["sandbox"]
     if isinstance(config.get("regrade"), int):
         found["regrade"] = config["regrade"]
+    scale = config.get("resources_scale")
+    if isinstance(scale, int | float) and not isinstance(scale, bool):
+        found["resources_scale"] = scale
     variant = _variant_name(config.get("variant"))
     if variant:
         found["variant"] = variant

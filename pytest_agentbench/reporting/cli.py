@@ -26,6 +26,7 @@ from pytest_agentbench.reporting.cli_args import (
     RUN_HELP,
     add_out,
     add_pairing,
+    add_resource_override,
     compare_report,
     fail,
     load_pair,
@@ -170,6 +171,7 @@ def _add_plan(subparsers: Any) -> None:
     plan.add_argument("--allow-mismatch", action="append", default=[], metavar="FIELD",
                       choices=("task_commit", "image", "limits", "harness_version"),
                       help="two pilots: accept a difference in this pairing field")
+    add_resource_override(plan)
     plan.add_argument("--infra-as-failure", action="store_true",
                       help="count infra errors as failures instead of dropping them")
     _add_format(plan, ("md", "json"))

@@ -28,12 +28,23 @@ def add_pairing(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-mismatch", action="append", default=[], metavar="FIELD",
                         choices=("task_commit", "image", "limits", "harness_version"),
                         help="accept a difference in this pairing field (repeatable)")
+    add_resource_override(parser)
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     parser.add_argument("--resamples", type=int, default=10_000,
                         help="bootstrap resamples (default 10000)")
     parser.add_argument("--alpha", type=float, default=0.05, help="significance level")
     parser.add_argument("--infra-as-failure", action="store_true",
                         help="count infra errors as failures instead of dropping those pairs")
+
+
+def add_resource_override(parser: argparse.ArgumentParser) -> None:
+    """`--allow-resource-difference`: the pairing field `resources` allowed (reporting/
+    resources.py), so it rides in `allow_mismatch` wherever that goes."""
+    parser.add_argument("--allow-resource-difference", dest="allow_mismatch",
+                        action="append_const", const="resources",
+                        help="compare runs made under different resource policies (CPU, "
+                             "memory, pids or disk limits; e.g. --agentbench-resources-scale "
+                             "runs): refused otherwise; the report then says which differ")
 
 
 def fail(exc: Exception) -> int:

@@ -6,7 +6,10 @@ rules: scored = valid, non-flaky, non-quarantined, no infra error unless `infra_
 and per scored attempt the cost (total and mean), tokens, steps and wall time (means). Every
 run but the baseline is also tested against the baseline with the paired report (paired.py:
 same invariants, same exclusion rule, McNemar and the task bootstrap); a run the invariants
-refuse gets a one-line reason instead of numbers.
+refuse gets a one-line reason instead of numbers. Runs made under another resource policy than
+the baseline's are refused as a whole (one line, reporting/resources.py) unless
+`--allow-resource-difference`; then `resource_sensitivity` gives the pass rate per resource scale
+when the runs have several (`--agentbench-resources-scale`).
 
 All runs go into one frame and one groupby: no Python loop over attempts, so 100k attempts per
 run cost what loading them costs.
@@ -22,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+import pytest_agentbench.reporting.resources as resources
 import pytest_agentbench.reporting.stats as stats
 from pytest_agentbench.reporting.load import ReportError, Run
 from pytest_agentbench.reporting.paired import Method, Missing, PairingError, compare
@@ -43,6 +47,7 @@ class CompareReport:
 
     data: dict[str, Any]
     table: pd.DataFrame
+    runs: Sequence[Run] = ()  # the runs compared (the HTML page's task signal reads them)
 
 
 def labels(runs: Sequence[Run]) -> list[str]:
@@ -76,9 +81,13 @@ def compare_runs(
         if run.attempts.empty:
             raise ReportError(f"run {run.path} has no attempts: nothing to compare")
     names = labels(runs)
+    allowed = list(allow_mismatch)
+    # runs made under another resource policy than the baseline's: refused (one line) before
+    # anything else, unless asked for (the sensitivity table below is what that is for)
+    resource_diffs = {i: resources.check(runs[baseline], run, resources.FIELD in allowed)
+                      for i, run in enumerate(runs) if i != baseline}
     table = _scope_table(runs, names, baseline, infra_as_failure)
     paired: list[dict[str, Any] | None] = []
-    allowed = list(allow_mismatch)
     for i, run in enumerate(runs):
         if i == baseline:
             paired.append(None)
@@ -105,6 +114,8 @@ def compare_runs(
             "cost_per_pass_usd": _num(o["cost_per_pass_usd"]),
             "frontier": bool(o["frontier"]),
             "paired": paired[i], "warnings": list(run.warnings),
+            "resources_scale": resources.scale_of(run),
+            "resource_differences": resource_diffs.get(i, []),
         })
     data = {
         "schema": "agentbench.compare", "schema_version": SCHEMA_VERSION,
@@ -118,8 +129,10 @@ def compare_runs(
             "frontier": FRONTIER_RULE,
         },
         "runs": rows,
+        "resource_sensitivity": resources.sensitivity(
+            runs, [scored_mask(r.attempts, infra_as_failure).to_numpy() for r in runs]),
     }
-    return CompareReport(data=data, table=table[COMPARE_COLUMNS])
+    return CompareReport(data=data, table=table[COMPARE_COLUMNS], runs=tuple(runs))
 
 
 def _paired(base: Run, run: Run, method: Method, missing: Missing, allowed: list[str],

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+import pytest_agentbench.reporting.resources as resources
 from pytest_agentbench.reporting.compare import COMPARE_COLUMNS, CompareReport
 from pytest_agentbench.reporting.md import MD_ROWS, cell, interval, num, pct, table
 from pytest_agentbench.reporting.render import to_json
@@ -59,6 +60,7 @@ def compare_markdown(report: CompareReport) -> str:
             "Cost frontier (pass rate vs cost per scored attempt; no other run is both cheaper "
             "and better): " + (", ".join(cell(n) for n in on) if on else "none (no run has a "
                                "known cost)") + ".", ""]
+    out += _resources_md(d)
     t = report.table
     suites = t[t["scope_type"] == "suite"]
     if len(suites):
@@ -74,6 +76,26 @@ def compare_markdown(report: CompareReport) -> str:
     if warnings:
         out += ["## Warnings", ""] + [f"- {cell(n)}: {cell(w)}" for n, w in warnings] + [""]
     return "\n".join(out)
+
+
+def _resources_md(d: dict[str, Any]) -> list[str]:
+    """The resource differences allowed, and the pass rate per resource scale."""
+    out = [f"- {cell(r['run'])}: {cell(resources.describe(r['resource_differences']))}"
+           for r in d["runs"] if r.get("resource_differences")]
+    if out:
+        out = ["## Resource policies", "", *out, ""]
+    rows = d.get("resource_sensitivity") or []
+    if rows:
+        body = [[f"{r['scale']:g}", len(r["runs"]), num(r["cpu_limit_median"], 2),
+                 num(r["mem_limit_mb_median"], 0), r["scored"], pct(r["pass_rate"]),
+                 interval(r), r["oom_kills"]] for r in rows]
+        out += ["## Resource sensitivity", "",
+                "Pass rate per `--agentbench-resources-scale` (runs at one scale pooled; "
+                "scored attempts; Wilson 95% interval), the median CPU and memory limit applied "
+                "and the OOM kills recorded.", "",
+                table(["scale", "runs", "CPU (median)", "memory MiB (median)", "scored",
+                       "pass rate", "95% CI", "OOM kills"], body, None), ""]
+    return out
 
 
 def _wide(rows: pd.DataFrame, names: list[str], what: str) -> str:

@@ -55,15 +55,23 @@ _DEFAULTS: dict[str, Any] = {
     "task_commit": "", "image_digest": None, "image_id": None, "image_name": "",
     "started_at": "", "limit_timeout_sec": np.nan, "limit_tool_timeout_sec": np.nan,
     "limit_max_steps": np.nan, "limit_cpu_limit": np.nan, "limit_mem_limit_mb": np.nan,
-    "limit_budgets": None, "engine": None, "retried": None,
+    "limit_budgets": None, "engine": None, "retried": None, "limit_pids_limit": np.nan,
+    "limit_disk_limit_mb": np.nan, "limit_mem_reservation_mb": np.nan,
+    "limit_resources_scale": np.nan, "limit_oom_kills": np.nan,
 }
-# `limits` (budgets and timeouts), flattened: budgets as order-insensitive JSON text
+# the `limits` pairing field (budgets and timeouts), flattened: budgets as order-insensitive
+# JSON text
 LIMIT_COLUMNS = ("limit_timeout_sec", "limit_tool_timeout_sec", "limit_max_steps",
-                 "limit_cpu_limit", "limit_mem_limit_mb", "limit_budgets")
+                 "limit_budgets")
+# the resource policy (`resources`, a pairing field of its own): NaN is unknown (a record
+# written before the field), except the reservation, where it is also "none set"
+RESOURCE_COLUMNS = ("limit_cpu_limit", "limit_mem_limit_mb", "limit_mem_reservation_mb",
+                    "limit_pids_limit", "limit_disk_limit_mb")
 _INTS = ("attempt_index", "prompt_tokens", "completion_tokens", "total_tokens", "steps")
 _DERIVED = ("image", "retry_engines", "infra_retries", "blame", "task_invalid", "infra",
             "is_quarantined", "category")
-_FLOATS = ("duration_sec", "cost_usd", *LIMIT_COLUMNS[:-1])
+_FLOATS = ("duration_sec", "cost_usd", *LIMIT_COLUMNS[:-1], *RESOURCE_COLUMNS,
+           "limit_resources_scale", "limit_oom_kills")
 _BOOLS = ("passed", "is_flaky", "task_invalid", "infra", "is_quarantined")
 # every column of a loaded frame, whatever `fields` parsed (the rest hold defaults), with its
 # dtype (repr); None: text or objects (object or str dtype, as pandas infers it)
@@ -77,7 +85,8 @@ FRAME_COLUMNS["category"] = repr(pd.CategoricalDtype(CATEGORIES))
 # attempts.jsonl smaller than this is parsed every time (a few ms; no cache file for it)
 CACHE_MIN_BYTES = 1 << 20
 # what makes a cached frame: these modules' source, the libraries building the frame
-_LOADER_SOURCES = ("load.py", "record_parse.py", "frame_cache.py", "../schemas/taxonomy.py")
+_LOADER_SOURCES = ("load.py", "record_parse.py", "frame_cache.py", "frame_codec.py",
+                   "../schemas/taxonomy.py")
 
 
 def __getattr__(name: str) -> Any:
@@ -263,9 +272,9 @@ def records_to_frame(records: list[dict[str, Any]], source: str = "<records>",
             frame[name] = frame[name].astype(object).where(frame[name].notna(), None)
     for name in _INTS:
         frame[name] = frame[name].astype(np.int64)
-    for name, kind in (("passed", bool), ("is_flaky", bool), ("duration_sec", float),
-                       ("cost_usd", float)):
-        frame[name] = frame[name].astype(kind)
+    for name, kind in (("passed", bool), ("is_flaky", bool), *((f, float) for f in _FLOATS)):
+        if frame[name].dtype != kind:  # a column of None only (older records) is an object one
+            frame[name] = frame[name].astype(kind)
     if "limit_budgets" in parsed:
         frame["limit_budgets"] = _canonical_json(frame["limit_budgets"])
     digest, image_id = frame["image_digest"], frame["image_id"]

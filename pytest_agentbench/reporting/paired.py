@@ -5,7 +5,10 @@ with attempt i of the same task in B. Before any number is computed the invarian
 same task id set, same task commit, image, limits
 (budgets and timeouts) per task, same harness version. A mismatch is refused with a message that
 lists what differs, unless that field is allowed (`allow_mismatch`); missing tasks or attempts
-are refused unless `missing="skip"`.
+are refused unless `missing="skip"`. First of all, the resource policy (CPU, memory, pids, disk
+limits; reporting/resources.py): runs that differ in it are refused with one line naming the
+field, unless `resources` is allowed (`--allow-resource-difference`); then
+`pairing.resource_differences` lists what differed.
 
 A task whose spec failed validation in either run (TASK_INVALID: one record, no commit) is
 exempt from the field and attempt checks: it never ran there, and it is dropped as invalid.
@@ -31,13 +34,14 @@ import numpy as np
 import pandas as pd
 
 import pytest_agentbench.reporting.paired_tasks as paired_tasks
+import pytest_agentbench.reporting.resources as resources
 import pytest_agentbench.reporting.stats as stats
 from pytest_agentbench.reporting.load import LIMIT_COLUMNS, ReportError, Run
 from pytest_agentbench.schemas.taxonomy import Reason
 
 SCHEMA_VERSION = 1
 CHECKED_FIELDS = ("task_commit", "image", "limits", "harness_version")
-MISMATCH_FIELDS = frozenset(CHECKED_FIELDS)
+MISMATCH_FIELDS = frozenset((*CHECKED_FIELDS, resources.FIELD))
 Method = Literal["mcnemar", "bootstrap"]
 Missing = Literal["skip", "fail"]
 _EXAMPLES = 5
@@ -166,6 +170,7 @@ def pair_runs(
     if da.empty or db.empty:
         raise ReportError("a run has no attempts: nothing to pair "
                           f"(A: {len(da)} attempts, B: {len(db)} attempts)")
+    resource_diffs = resources.check(a, b, resources.FIELD in allowed)
     ta, tb = pd.Index(da["task_id"].unique()), pd.Index(db["task_id"].unique())
     common = ta.intersection(tb)
     problems: list[str] = []
@@ -178,6 +183,8 @@ def pair_runs(
     da = da[da["task_id"].isin(common)] if only_a else da
     db = db[db["task_id"].isin(common)] if only_b else db
     allowed_diffs: dict[str, int] = {}
+    if resource_diffs:
+        allowed_diffs[resources.FIELD] = max(d["tasks"] for d in resource_diffs)
     hv_a, hv_b = a.harness_version, b.harness_version
     if hv_a != hv_b and "harness_version" in allowed:
         allowed_diffs["harness_version"] = len(common)
@@ -216,6 +223,7 @@ def pair_runs(
         "missing_policy": missing, "only_in_a": [str(t) for t in only_a],
         "only_in_b": [str(t) for t in only_b],
         "unpaired_attempts": len(unpaired), "allowed_mismatches": allowed_diffs,
+        "resource_differences": resource_diffs,
     }
     return _exclude(pairs, info, infra_as_failure)
 

@@ -75,6 +75,11 @@ class _Pairing(_Base, total=False):
     limit_cpu_limit: Annotated[float, _at("limits", "cpu_limit")]
     limit_mem_limit_mb: Annotated[float, _at("limits", "mem_limit_mb")]
     limit_budgets: Annotated[dict[str, Any], _at("limits", "budgets")]
+    limit_pids_limit: Annotated[float | None, _at("limits", "pids_limit")]
+    limit_disk_limit_mb: Annotated[float | None, _at("limits", "disk_limit_mb")]
+    limit_mem_reservation_mb: Annotated[float | None, _at("limits", "mem_reservation_mb")]
+    limit_resources_scale: Annotated[float | None, _at("limits", "resources_scale")]
+    limit_oom_kills: Annotated[float | None, _at("limits", "oom_kills")]
 
 
 class _All(_Summary, _Pairing, total=False):

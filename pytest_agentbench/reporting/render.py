@@ -26,6 +26,7 @@ from pytest_agentbench.reporting.md import para as para
 from pytest_agentbench.reporting.md import pct as pct
 from pytest_agentbench.reporting.md import table as table
 from pytest_agentbench.reporting.paired import PairedReport
+from pytest_agentbench.reporting.resources import describe as describe_resources
 
 PAIR_COLUMNS = ["task_id", "attempt_index", "suite", "a_passed", "b_passed", "outcome"]
 GATE_COLUMNS = [
@@ -252,6 +253,8 @@ def paired_markdown(data: dict[str, Any], heading: str = "#") -> str:
            f"missing policy `{pi['missing_policy']}` (only in A: {len(pi['only_in_a'])}, only "
            f"in B: {len(pi['only_in_b'])}, unpaired attempts dropped: "
            f"{pi['unpaired_attempts']}). Mismatches allowed: {cell(allowed or 'none')}.", "",
+           *([f"**{cell(resources_note)}**", ""] if (resources_note := describe_resources(
+               pi.get("resource_differences") or [])) else []),
            f"Exclusions ({cell(ex['rule'])}): {ex['invalid_or_flaky_tasks']} invalid or flaky "
            f"task(s) ({ex['invalid_or_flaky_pairs']} pairs), {ex['quarantined_pairs']} "
            f"quarantined pair(s), {ex['infra_pairs']} infra-error pair(s).", "",

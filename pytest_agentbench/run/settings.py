@@ -12,6 +12,7 @@ the directory pytest was invoked from, an ini value to the ini file's directory,
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -91,6 +92,9 @@ class RunSettings:
     regrade: int = 0
     """Re-runs of the passing command on each graded attempt's final state, each in a fresh
     sandbox under PYTHONHASHSEED=1..N; a disagreement makes the attempt VERIFIER_FLAKY."""
+    resources_scale: float = 1.0
+    """--agentbench-resources-scale: every task's CPU and memory limits times this, in every
+    sandbox but setup's (core/attempt_config.scaled_resources); the records carry the values."""
 
     @property
     def docker(self) -> bool:
@@ -161,6 +165,7 @@ def build_settings(
         engines=_engines(option("engine"), ini("engines")),
         retry_infra=_retry_infra(option("retry_infra"), ini("retry_infra")),
         regrade=_count(option("regrade"), ini("regrade"), "regrade", "regrades", MAX_REGRADES),
+        resources_scale=resources_scale(option("resources_scale")),
     )
 
 
@@ -214,6 +219,26 @@ def _engines(given: Any, from_ini: Any) -> tuple[str, ...]:
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
     return tuple(texts)
+
+
+MAX_RESOURCES_SCALE = 64.0  # a task's own limits reach 64 CPUs; past that nothing is measured
+
+
+def resources_scale(given: Any) -> float:
+    """--agentbench-resources-scale F: a number, 0 < F <= 64 (default 1); one line otherwise."""
+    if given is None or given == "":
+        return 1.0
+    text = str(given).strip()
+    try:
+        scale = float(text) if len(text) <= 32 else math.nan
+    except ValueError:
+        scale = math.nan
+    if not (math.isfinite(scale) and 0 < scale <= MAX_RESOURCES_SCALE):
+        shown = given if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
+        raise ValueError(f"--agentbench-resources-scale: expected a number above 0 and at most "
+                         f"{MAX_RESOURCES_SCALE:g} (0.5 halves every task's CPU and memory "
+                         f"limits), got {shown!r}")
+    return scale
 
 
 def _retry_infra(given: Any, from_ini: Any) -> int:

@@ -73,6 +73,8 @@ def run_config(settings: RunSettings, image_ref: str | None) -> dict[str, Any]:
     }
     if settings.regrade:  # only when asked: the config hash of a run without it is unchanged
         config["regrade"] = settings.regrade
+    if settings.resources_scale != 1.0:  # likewise: a resumed run keeps its scale
+        config["resources_scale"] = settings.resources_scale
     return config
 
 

@@ -165,6 +165,17 @@ class Limits(Record):
     # the harness's preparation not counted). None: the agent never started, or a record
     # written before agents had a clock of their own (their time began with the attempt).
     agent_time_limit_sec: float | None = None
+    # The resource policy the agent's and the scoring sandboxes ran under (setup runs at the
+    # task's own limits): cpu_limit and mem_limit_mb above are the values applied, after
+    # `resources_scale` (--agentbench-resources-scale). None: a record written before these
+    # fields (unknown, never compared). mem_reservation_mb None: no reservation (soft limit) set.
+    pids_limit: int | None = None
+    disk_limit_mb: int | None = None
+    mem_reservation_mb: int | None = None
+    resources_scale: float | None = None
+    # Commands (and sandboxes) of the attempt in which the kernel's OOM killer struck; None: not
+    # counted (older records, an attempt whose worker died).
+    oom_kills: int | None = None
 
 
 class ImageInfo(Record):

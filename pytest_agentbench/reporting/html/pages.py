@@ -17,10 +17,12 @@ import pytest_agentbench.reporting.html.svg as html_svg
 from pytest_agentbench.reporting.compare import CompareReport
 from pytest_agentbench.reporting.html.env import pct, relative_href, render, task_href, write_atomic
 from pytest_agentbench.reporting.paired import PairedReport
+from pytest_agentbench.reporting.resources import describe as describe_resources
 
 RUN_PAGE = "report.html"
 MAX_PAIR_ROWS = 2000
 MAX_CELLS = 20
+MAX_SIGNAL_ROWS = 500
 _SHORT = {"both_pass": "✓✓", "a_only": "A", "b_only": "B", "both_fail": "··"}
 _LABEL = {"both_pass": "both pass", "a_only": "only A passes", "b_only": "only B passes",
           "both_fail": "neither passes"}
@@ -152,6 +154,9 @@ def render_paired_html(report: PairedReport, out: Path, max_rows: int = MAX_PAIR
              f"({ex['invalid_or_flaky_pairs']} pairs), {ex['quarantined_pairs']} quarantined "
              f"pair(s), {ex['infra_pairs']} pair(s) with an infra error"
              + (" (counted as failures)." if ex["infra_counted_as_failure"] else ".")]
+    resources_note = describe_resources(d["pairing"].get("resource_differences") or [])
+    if resources_note:
+        notes.insert(0, resources_note)
     return render("paired.html.j2", a=a, b=b, cards=cards, notes=notes, extras=_extras(d),
                   rows=rows, total=total, more=total > len(rows))
 
@@ -195,9 +200,44 @@ def render_compare_html(report: CompareReport, out: Path) -> str:
     rule = ("infra errors counted as failures" if d["rules"]["infra_errors"] != "excluded"
             else "infra errors excluded")
     warnings = [f"{r['run']}: {w}" for r in d["runs"] for w in r["warnings"]]
+    resource_notes = [f"{r['run']}: {describe_resources(r['resource_differences'])}"
+                      for r in d["runs"] if r.get("resource_differences")]
     return render("compare.html.j2", runs=runs, baseline=d["baseline"], rule=rule,
                   frontier={"title": "Pass rate vs cost per scored attempt", "chart": chart,
-                            "note": note, "id": "frontier"}, warnings=warnings)
+                            "note": note, "id": "frontier"}, warnings=warnings,
+                  resource_notes=resource_notes,
+                  sensitivity=_sensitivity(d.get("resource_sensitivity") or []),
+                  signal=_signal(report, d["rules"]["infra_errors"] != "excluded"))
+
+
+def _sensitivity(rows: list[dict[str, Any]]) -> list[dict[str, str]]:
+    return [{"scale": f"{r['scale']:g}", "runs": ", ".join(r["runs"]),
+             "cpu": "—" if r["cpu_limit_median"] is None else f"{r['cpu_limit_median']:g}",
+             "mem": "—" if r["mem_limit_mb_median"] is None else f"{r['mem_limit_mb_median']:g}",
+             "scored": str(r["scored"]), "rate": pct(r["pass_rate"]),
+             "ci": "—" if r["ci_low"] is None else f"[{pct(r['ci_low'])}, {pct(r['ci_high'])}]",
+             "oom": str(r["oom_kills"])} for r in rows]
+
+
+def _signal(report: CompareReport, infra_as_failure: bool) -> dict[str, Any] | None:
+    """`report tasks` over the compared runs (reporting/task_signal.py): per task its pass
+    rate per variant and signal, most discriminating first, at most MAX_SIGNAL_ROWS."""
+    if not report.runs:
+        return None
+    from pytest_agentbench.reporting.task_signal import task_signal
+
+    data = task_signal(report.runs, infra_as_failure=infra_as_failure)
+    variants = data["variants"]
+    rows = []
+    for t in data["tasks"][:MAX_SIGNAL_ROWS]:
+        rates = [t["rates"].get(v) for v in variants]
+        rows.append({"task_id": t["task_id"], "signal": t["signal"], "spread": pct(t["spread"]),
+                     "rates": ["—" if r is None else f"{r['passed']}/{r['attempts']} "
+                               f"({pct(r['rate'])})" for r in rates]})
+    return {"variants": variants, "rows": rows, "counts": data["counts"],
+            "more": max(0, len(data["tasks"]) - MAX_SIGNAL_ROWS),
+            "never": data["never_passed"], "always": data["always_passed"],
+            "unscored": data["unscored"]}
 
 
 def _usd(x: float | None) -> str:
