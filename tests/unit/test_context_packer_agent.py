@@ -2,8 +2,8 @@
 message carries the code the (real) pytest failure points at, read through the toolbox, and
 context_manifest.json and a `context_packed` note say what was packed.
 
-The toolbox is a small stand-in over a temporary directory (the real one is tested in
-test_tools.py); its `run` runs pytest there for real."""
+The toolbox is the stand-in over a temporary directory (tests/support/fake_toolbox.py; the real
+one is tested in test_tools.py); its `run` runs pytest there for real."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from pytest_agentbench.agents.variants import Variant, VariantError, agent_build
 from pytest_agentbench.core.event_sink import EventSink
 from pytest_agentbench.schemas.task import TaskSpec
 from pytest_agentbench.schemas.taxonomy import Reason
-from pytest_agentbench.tools.results import ErrorType, ToolResult
 from tests.fakes.openai_server import FakeOpenAIServer, Step, tool_reply
+from tests.support.fake_toolbox import DirToolbox
 
 FAILING = "python -m pytest -q -p no:cacheprovider tests/test_stats.py"
 STATS = ('"""Small statistics."""\n\nimport math\n\n\ndef mean(xs):\n'
@@ -42,59 +42,16 @@ TASK = TaskSpec.model_validate({
 })
 
 
-class DirToolbox:
-    """list_files, read_file, apply_patch (exact replacement), run (for real), finish."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.calls: list[tuple[str, dict[str, Any]]] = []
-
-    def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
-        self.calls.append((name, arguments))
-        handler = getattr(self, f"_{name}", None)
-        if handler is None:
-            return ToolResult.error(ErrorType.UNKNOWN_TOOL, f"unknown tool {name!r}")
-        result: ToolResult = handler(**arguments)
-        result.tool = name
-        return result
-
-    def _list_files(self, glob: str | None = None, root: str = ".") -> ToolResult:
-        files = sorted(str(p.relative_to(self.root)) for p in self.root.rglob(glob or "*")
-                       if p.is_file() and "__pycache__" not in p.parts)
-        return ToolResult(ok=True, stdout="\n".join(files), data={"files": files})
-
-    def _read_file(self, path: str) -> ToolResult:
-        target = self.root / path
-        if not target.is_file():
-            return ToolResult.error(ErrorType.NOT_FOUND, f"no such file: {path}")
-        text = target.read_text()
-        n = text.count("\n")
-        return ToolResult(ok=True, stdout=text, total_lines=n, returned_line_range=(1, n),
-                          data={"path": path})
-
-    def _apply_patch(self, unified_diff: str) -> ToolResult:
-        lines = unified_diff.splitlines(keepends=True)
-        path = next(ln[6:].strip() for ln in lines if ln.startswith("+++ b/"))
-        old = "".join(ln[1:] for ln in lines if ln[:1] in "- " and not ln.startswith("---"))
-        new = "".join(ln[1:] for ln in lines if ln[:1] in "+ " and not ln.startswith("+++"))
-        text = (self.root / path).read_text()
-        if old not in text:
-            return ToolResult.error(ErrorType.PATCH_REJECTED, "hunk 1 does not match")
-        (self.root / path).write_text(text.replace(old, new, 1))
-        return ToolResult(ok=True, stdout=f"patched {path}", changed_files=[path])
-
-    def _run(self, command: str, timeout_sec: float | None = None) -> ToolResult:
-        proc = run_tests(self.root)
-        return ToolResult(ok=True, stdout=proc.stdout, exit_code=proc.returncode)
-
-    def _finish(self, summary: str) -> ToolResult:
-        return ToolResult(ok=True, stdout="finished", data={"finish": True, "summary": summary})
-
-
 def run_tests(root: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            "-p", "no:randomly", "tests/test_stats.py"], cwd=root,
                           capture_output=True, text=True, timeout=60)
+
+
+def grade(root: Path) -> tuple[int, str]:
+    """`run`, whatever the command: pytest on tests/test_stats.py, for real."""
+    proc = run_tests(root)
+    return proc.returncode, proc.stdout
 
 
 def make_ctx(tmp_path: Path, params: dict[str, Any]) -> AgentContext:
@@ -106,8 +63,8 @@ def make_ctx(tmp_path: Path, params: dict[str, Any]) -> AgentContext:
     baseline = run_tests(work)
     assert baseline.returncode == 1, baseline.stdout
     events = EventSink(tmp_path / "artifacts" / "events.jsonl", "run-1", TASK.id, "a-1")
-    return AgentContext(task=TASK, task_dir=tmp_path, toolbox=DirToolbox(work), events=events,
-                        failing_output=baseline.stdout, failing_command=FAILING,
+    return AgentContext(task=TASK, task_dir=tmp_path, toolbox=DirToolbox(work, grade),
+                        events=events, failing_output=baseline.stdout, failing_command=FAILING,
                         deadline=time.monotonic() + 60, max_steps=10, params=params,
                         artifacts_dir=tmp_path / "artifacts" / "agent")
 

@@ -1,8 +1,9 @@
 """The llm_v0 agent loop against a real OpenAI-compatible server on loopback and a fake toolbox.
 
-The toolbox is a small stand-in backed by a temporary directory (the real one is tested in
-test_tools.py): edits are plain string replacements and `run` evaluates a tiny "test" in Python,
-so these tests exercise the loop, its stop conditions, budgets and accounting, not the sandbox.
+The toolbox is the stand-in backed by a temporary directory (tests/support/fake_toolbox.py; the
+real one is tested in test_tools.py): edits are plain string replacements and `run` evaluates a
+tiny "test" in Python, so these tests exercise the loop, its stop conditions, budgets and
+accounting, not the sandbox.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +22,8 @@ from pytest_agentbench.agents.port import AgentContext, AgentError, AgentOutcome
 from pytest_agentbench.agents.variants import Variant, VariantError, agent_builder, load_variant
 from pytest_agentbench.core.event_sink import EventSink
 from pytest_agentbench.llm import ModelConfigError, OpenAICompatClient, resolve_model_config
-from pytest_agentbench.schemas.task import TaskSpec
 from pytest_agentbench.schemas.taxonomy import Reason
 from pytest_agentbench.text.redaction import Redactor
-from pytest_agentbench.tools.results import ErrorType, ToolResult
 from tests.fakes.openai_server import (
     FakeOpenAIServer,
     Fault,
@@ -38,82 +36,17 @@ from tests.fakes.openai_server import (
     non_json,
     tool_reply,
 )
+from tests.support.fake_toolbox import (
+    BUGGY,
+    FAIL_OUT,
+    FAILING,
+    FIX,
+    FIXED,
+    TASK,
+    DirToolbox,
+)
 
-FAILING = "python -m pytest -q tests/test_mathx.py"
-BUGGY = "def mean(xs):\n    return sum(xs) / (len(xs) - 1)\n"
-FIXED = "def mean(xs):\n    return sum(xs) / len(xs)\n"
-FIX = ("--- a/mathx.py\n+++ b/mathx.py\n@@ -1,2 +1,2 @@\n def mean(xs):\n"
-       "-    return sum(xs) / (len(xs) - 1)\n+    return sum(xs) / len(xs)\n")
-FAIL_OUT = ("F\n=== FAILURES ===\nE   assert 3.0 == 2.0\n=== short test summary info ===\n"
-            "FAILED tests/test_mathx.py::test_mean - assert 3.0 == 2.0\n1 failed in 0.03s\n")
-PASS_OUT = "1 passed in 0.02s\n"
 KEY = "sk-test-PLANTED0123456789abcdefXYZ"
-
-
-class FakeToolbox:
-    """`call(name, arguments) -> ToolResult` over a directory; `run` grades mathx.py."""
-
-    def __init__(self, root: Path, grade: Callable[[Path], tuple[int, str]] | None = None) -> None:
-        self.root = root
-        self.grade = grade or _grade_mean
-        self.calls: list[tuple[str, dict[str, Any]]] = []
-
-    def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
-        self.calls.append((name, arguments))
-        handler = getattr(self, f"_{name}", None)
-        if handler is None:
-            result = ToolResult.error(ErrorType.UNKNOWN_TOOL, f"unknown tool {name!r}")
-        else:
-            try:
-                result = handler(**arguments)
-            except TypeError as exc:
-                result = ToolResult.error(ErrorType.INVALID_ARGUMENTS, str(exc))
-        result.tool = name
-        return result
-
-    def _read_file(self, path: str) -> ToolResult:
-        text = (self.root / path).read_text()
-        n = text.count("\n")
-        return ToolResult(ok=True, stdout=text, total_lines=n, returned_line_range=(1, n),
-                          data={"path": path})
-
-    def _write_file(self, path: str, content: str) -> ToolResult:
-        target = self.root / path
-        if target.exists() and target.read_text() == content:
-            return ToolResult(ok=True, stdout=f"{path} unchanged (same content)")
-        target.write_text(content)
-        return ToolResult(ok=True, stdout=f"wrote {path}", changed_files=[path])
-
-    def _apply_patch(self, unified_diff: str) -> ToolResult:
-        lines = unified_diff.splitlines(keepends=True)
-        path = next(ln[6:].strip() for ln in lines if ln.startswith("+++ b/"))
-        old = "".join(ln[1:] for ln in lines if ln[:1] in "- " and not ln.startswith("---"))
-        new = "".join(ln[1:] for ln in lines if ln[:1] in "+ " and not ln.startswith("+++"))
-        text = (self.root / path).read_text()
-        if old not in text:
-            return ToolResult.error(ErrorType.PATCH_REJECTED, "hunk 1 does not match")
-        (self.root / path).write_text(text.replace(old, new, 1))
-        return ToolResult(ok=True, stdout=f"patched {path}", changed_files=[path])
-
-    def _run(self, command: str, timeout_sec: float | None = None) -> ToolResult:
-        code, out = self.grade(self.root)
-        return ToolResult(ok=code == 0, stdout=out, exit_code=code)
-
-    def _finish(self, summary: str) -> ToolResult:
-        return ToolResult(ok=True, stdout="finished", data={"finish": True, "summary": summary})
-
-
-def _grade_mean(root: Path) -> tuple[int, str]:
-    fixed = "/ len(xs)\n" in (root / "mathx.py").read_text()
-    return (0, PASS_OUT) if fixed else (1, FAIL_OUT)
-
-
-TASK = TaskSpec.model_validate({
-    "task_spec_version": 1, "id": "fix-mean", "suite": "unit",
-    "description": "mean() divides by n - 1",
-    "repo": {"url": "repo.bundle", "commit": "abcdef1"},
-    "validation": {"failing_command": FAILING, "passing_command": "python -m pytest -q tests"},
-})
 
 
 def make_ctx(tmp_path: Path, *, max_steps: int = 30, redactor: Redactor | None = None,
@@ -125,7 +58,7 @@ def make_ctx(tmp_path: Path, *, max_steps: int = 30, redactor: Redactor | None =
     artifacts.mkdir(parents=True, exist_ok=True)
     events = EventSink(tmp_path / "artifacts" / "events.jsonl", "run-1", "fix-mean", "a-1",
                        redact_obj=(redactor or Redactor()).redact_obj)
-    return AgentContext(task=TASK, task_dir=tmp_path, toolbox=FakeToolbox(work),
+    return AgentContext(task=TASK, task_dir=tmp_path, toolbox=DirToolbox(work),
                         events=events, failing_output=FAIL_OUT, failing_command=FAILING,
                         deadline=time.monotonic() + 60, max_steps=max_steps,
                         params=params or {}, artifacts_dir=artifacts)

@@ -1,7 +1,7 @@
 """llm_v0 does not take `finish` at its word, and answers code written in prose with a nudge.
 
 Against the real loopback server (tests/fakes/openai_server.py) and the fake toolbox of
-test_llm_agent.py, whose `run` passes only once mathx.py is fixed.
+tests/support/fake_toolbox.py, whose `run` passes only once mathx.py is fixed.
 """
 
 from __future__ import annotations
@@ -16,11 +16,8 @@ from pytest_agentbench.agents.llm_config import load_prompt
 from pytest_agentbench.agents.port import AgentContext
 from pytest_agentbench.schemas.taxonomy import AGENT_SUB_REASONS, Reason, blame
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, Step, json_in_content, tool_reply
+from tests.support.fake_toolbox import BUGGY, FAILING, FIX, FIXED
 from tests.unit.test_llm_agent import (
-    BUGGY,
-    FAILING,
-    FIX,
-    FIXED,
     conversation,
     make_agent_and_ctx,
     run_agent,

@@ -1,6 +1,6 @@
 """The subagents agent against a real OpenAI-compatible server on loopback that answers by role
-(the system prompt) and content, and a fake toolbox over a temporary directory (edits by string
-replacement, `run` grades mathx.py), as test_llm_agent.py does for llm_v0."""
+(the system prompt) and content, and the fake toolbox over a temporary directory (tests/support/
+fake_toolbox.py: edits by string replacement, `run` grades mathx.py), as for llm_v0."""
 
 from __future__ import annotations
 
@@ -18,78 +18,12 @@ from pytest_agentbench.agents.variants import Variant, VariantError, agent_build
 from pytest_agentbench.core.event_sink import EventSink
 from pytest_agentbench.schemas.events import EventAdapter
 from pytest_agentbench.schemas.records import Usage
-from pytest_agentbench.schemas.task import TaskSpec
 from pytest_agentbench.schemas.taxonomy import Reason
-from pytest_agentbench.tools.results import ErrorType, ToolResult
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
+from tests.support.fake_toolbox import BUGGY, FAIL_OUT, FAILING, FIX, FIXED, TASK, DirToolbox
 
-FAILING = "python -m pytest -q tests/test_mathx.py"
-BUGGY = "def mean(xs):\n    return sum(xs) / (len(xs) - 1)\n"
-FIXED = "def mean(xs):\n    return sum(xs) / len(xs)\n"
-FIX = ("--- a/mathx.py\n+++ b/mathx.py\n@@ -1,2 +1,2 @@\n def mean(xs):\n"
-       "-    return sum(xs) / (len(xs) - 1)\n+    return sum(xs) / len(xs)\n")
-FAIL_OUT = ("F\n=== FAILURES ===\nE   assert 3.0 == 2.0\n=== short test summary info ===\n"
-            "FAILED tests/test_mathx.py::test_mean - assert 3.0 == 2.0\n1 failed in 0.03s\n")
-PASS_OUT = "1 passed in 0.02s\n"
 USAGE = {"router": (900, 40), "searcher": (1500, 120), "patcher": (2000, 200),
          "tester": (1100, 60)}
-
-
-class FakeToolbox:
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.calls: list[tuple[str, dict[str, Any]]] = []
-
-    def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
-        self.calls.append((name, arguments))
-        handler = getattr(self, f"_{name}", None)
-        if handler is None:
-            result = ToolResult.error(ErrorType.UNKNOWN_TOOL, f"unknown tool {name!r}")
-        else:
-            try:
-                result = handler(**arguments)
-            except TypeError as exc:
-                result = ToolResult.error(ErrorType.INVALID_ARGUMENTS, str(exc))
-        result.tool = name
-        return result
-
-    def _read_file(self, path: str) -> ToolResult:
-        text = (self.root / path).read_text()
-        n = text.count("\n")
-        return ToolResult(ok=True, stdout=text, total_lines=n, returned_line_range=(1, n),
-                          data={"path": path})
-
-    def _search(self, query: str, **_: Any) -> ToolResult:
-        lines = [f"mathx.py:{i}:{ln}" for i, ln in
-                 enumerate((self.root / "mathx.py").read_text().splitlines(), 1) if query in ln]
-        return ToolResult(ok=True, stdout="\n".join(lines))
-
-    def _apply_patch(self, unified_diff: str) -> ToolResult:
-        lines = unified_diff.splitlines(keepends=True)
-        path = next(ln[6:].strip() for ln in lines if ln.startswith("+++ b/"))
-        old = "".join(ln[1:] for ln in lines if ln[:1] in "- " and not ln.startswith("---"))
-        new = "".join(ln[1:] for ln in lines if ln[:1] in "+ " and not ln.startswith("+++"))
-        text = (self.root / path).read_text()
-        if old not in text:
-            return ToolResult.error(ErrorType.PATCH_REJECTED, "hunk 1 does not match")
-        (self.root / path).write_text(text.replace(old, new, 1))
-        return ToolResult(ok=True, stdout=f"patched {path}", changed_files=[path])
-
-    def _run(self, command: str, timeout_sec: float | None = None) -> ToolResult:
-        fixed = "/ len(xs)\n" in (self.root / "mathx.py").read_text()
-        return ToolResult(ok=True, stdout=PASS_OUT if fixed else FAIL_OUT,
-                          exit_code=0 if fixed else 1)
-
-    def _finish(self, summary: str) -> ToolResult:
-        return ToolResult(ok=True, stdout="finished", data={"finish": True, "summary": summary})
-
-
-TASK = TaskSpec.model_validate({
-    "task_spec_version": 1, "id": "fix-mean", "suite": "unit",
-    "description": "mean() divides by n - 1",
-    "repo": {"url": "repo.bundle", "commit": "abcdef1"},
-    "validation": {"failing_command": FAILING, "passing_command": "python -m pytest -q tests"},
-})
 
 
 # -- a scripted team, answering by role and content -------------------------------------------
@@ -150,7 +84,7 @@ def make_ctx(tmp_path: Path, params: dict[str, Any], max_steps: int = 30) -> Age
     artifacts = tmp_path / "artifacts" / "agent"
     artifacts.mkdir(parents=True, exist_ok=True)
     events = EventSink(tmp_path / "artifacts" / "events.jsonl", "run-1", "fix-mean", "a-1")
-    return AgentContext(task=TASK, task_dir=tmp_path, toolbox=FakeToolbox(work), events=events,
+    return AgentContext(task=TASK, task_dir=tmp_path, toolbox=DirToolbox(work), events=events,
                         failing_output=FAIL_OUT, failing_command=FAILING,
                         deadline=time.monotonic() + 60, max_steps=max_steps, params=params,
                         artifacts_dir=artifacts)
