@@ -71,3 +71,11 @@ def test_every_task_fails_its_tests_under_nop(nop_run: PytestRun) -> None:
         assert result["failure_reason"] == "TESTS_FAILED", (task, result)
         assert result["tests_failed"] >= 1 and result["tests_passed"] >= 1, (task, result)
         assert record["baseline_validation"]["failed_as_expected"], task
+
+
+def test_the_scanners_flag_nothing_under_the_oracle(oracle_run: PytestRun) -> None:
+    """Issue 24 item 4 on this suite's oracle run (tests/e2e/test_scan_oracle.py scans the other
+    bundled suites): its setups run once per session, not once more for the scan."""
+    from tests.support.scan_runs import assert_no_finding
+
+    assert_no_finding(oracle_run.run_dir.path)
