@@ -37,12 +37,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from harness_attempts import bench_config  # noqa: E402
+
 import pytest_agentbench.core.recording as recording  # noqa: E402
 import pytest_agentbench.llm.client as llm_client  # noqa: E402
 import pytest_agentbench.sandbox.docker_sandbox as docker_sandbox  # noqa: E402
 import pytest_agentbench.tools.toolbox as toolbox  # noqa: E402
 from pytest_agentbench.agents.variants import Variant, agent_builder  # noqa: E402
-from pytest_agentbench.core.attempt_config import AttemptConfig, SharedAttemptConfig  # noqa: E402
 from pytest_agentbench.core.pipeline import AttemptPipeline  # noqa: E402
 from pytest_agentbench.repos.mirror import MirrorCache  # noqa: E402
 from pytest_agentbench.run.hostenv import attempt_defaults  # noqa: E402
@@ -167,20 +168,8 @@ def run_mix(mix: str, steps: int, image: Any) -> tuple[list[dict[str, Any]], str
     replies, changing = script_for(mix, steps)
     probe = Probe()
     with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer(replies) as server:
-        cfg = AttemptConfig(
-            SharedAttemptConfig(
-                run_id="bench-step",
-                run_dir=Path(tmp) / "run",
-                work_root=Path(tmp) / "work",
-                variant="llm_v0",
-                variant_config_hash="bench",
-                image=image.name,
-                image_id=image.image_id,
-                harness_version="bench",
-                **attempt_defaults(),
-                events_path=Path(tmp) / "events.jsonl",
-            ),
-        )
+        cfg = bench_config(Path(tmp), image, run_id="bench-step", variant="llm_v0",
+                           **attempt_defaults(), events_path=Path(tmp) / "events.jsonl")
         variant = Variant("llm_v0", "llm_v0",
                           params={"max_steps": steps + 5, "stuck_after": 10 ** 6,
                                   "max_noop": 10 ** 6, "verify_finish": False})

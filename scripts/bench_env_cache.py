@@ -39,10 +39,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from harness_attempts import bench_config, timed_attempt  # noqa: E402
+
 from pytest_agentbench.agents.builtin import OracleAgent  # noqa: E402
-from pytest_agentbench.core.attempt_config import AttemptConfig, SharedAttemptConfig  # noqa: E402
 from pytest_agentbench.core.envcache import EnvCache  # noqa: E402
-from pytest_agentbench.core.pipeline import AttemptPipeline  # noqa: E402
 from pytest_agentbench.repos.mirror import MirrorCache  # noqa: E402
 from pytest_agentbench.run.hostenv import owner_uid, pip_cache_dir, resolve_ca_bundle  # noqa: E402
 from pytest_agentbench.sandbox.docker import DockerSandboxFactory  # noqa: E402
@@ -56,32 +56,12 @@ TARGETS = {"warm setup": 1.0, "cold/warm": 20.0, "warm/raw": 1.15, "step ms": 40
 def harness_attempt(task: Any, image: Any, factory: Any, mirrors: MirrorCache, cache: EnvCache,
                     work: Path, n: int, problems: list[str]) -> tuple[float, Any]:
     ca = resolve_ca_bundle("auto")
-    cfg = AttemptConfig(
-        SharedAttemptConfig(
-            run_id=f"bench-{n}",
-            run_dir=work / "run",
-            work_root=work / "ws",
-            variant="oracle",
-            variant_config_hash="bench",
-            image=image.name,
-            harness_version="bench",
-            image_id=image.image_id,
-            owner_uid=owner_uid("docker"),
-            pip_cache=pip_cache_dir(),
-            ca_bundle=Path(ca) if ca else None,
-            env_cache=cache,
-        ),
-        attempt_index=n,
-        attempt_label=f"a{n}",
-    )
-    start = time.perf_counter()
-    record = AttemptPipeline(task, cfg, factory, mirrors, OracleAgent()).run()
-    elapsed = time.perf_counter() - start
-    if not record.result.passed:
-        r = record.result
-        problems.append(f"harness attempt {n}: {r.failure_reason} {r.sub_reason or ''} "
-                        f"{r.summary or ''}".rstrip())
-    return elapsed, record
+    cfg = bench_config(work, image, run_id=f"bench-{n}", variant="oracle", attempt_index=n,
+                       attempt_label=f"a{n}", owner_uid=owner_uid("docker"),
+                       pip_cache=pip_cache_dir(), ca_bundle=Path(ca) if ca else None,
+                       env_cache=cache)
+    return timed_attempt(task, cfg, factory, mirrors, OracleAgent(), f"harness attempt {n}",
+                         problems)
 
 
 def _mount_view(base: Path, where: Path) -> Path:

@@ -28,10 +28,9 @@ import time
 from pathlib import Path
 
 import docker
+from harness_attempts import bench_config, timed_attempt
 
 from pytest_agentbench.agents.builtin import OracleAgent
-from pytest_agentbench.core.attempt_config import AttemptConfig, SharedAttemptConfig
-from pytest_agentbench.core.pipeline import AttemptPipeline
 from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.repos.sources import resolve_source
 from pytest_agentbench.run.hostenv import SANDBOX_UID
@@ -49,27 +48,9 @@ TARGETS = {"attempt harness/raw": 1.15, "run(true) toolbox/raw": 1.05}
 
 def harness_attempt(task, image, factory, mirrors, work: Path, n: int,
                     problems: list[str]) -> float:
-    cfg = AttemptConfig(
-        SharedAttemptConfig(
-            run_id=f"bench-{n}",
-            run_dir=work / "run",
-            work_root=work / "ws",
-            variant="oracle",
-            variant_config_hash="bench",
-            image=image.name,
-            harness_version="bench",
-            image_id=image.image_id,
-            owner_uid=SANDBOX_UID,
-        ),
-    )
-    start = time.perf_counter()
-    record = AttemptPipeline(task, cfg, factory, mirrors, OracleAgent()).run()
-    elapsed = time.perf_counter() - start
-    if not record.result.passed:
-        result = record.result
-        problems.append(f"harness {task.spec.id} round {n + 1}: {result.failure_reason} "
-                        f"{result.sub_reason or ''} {result.summary or ''}".rstrip())
-    return elapsed
+    cfg = bench_config(work, image, run_id=f"bench-{n}", variant="oracle", owner_uid=SANDBOX_UID)
+    return timed_attempt(task, cfg, factory, mirrors, OracleAgent(),
+                         f"harness {task.spec.id} round {n + 1}", problems)[0]
 
 
 def raw_attempt(task, image, client, mirrors, work: Path, problems: list[str]) -> float:
