@@ -53,3 +53,30 @@ def test_a_command_agents_git_history_command_is_a_finding(tmp_path: Path,
     findings = json.loads(scan.stdout)["findings"]
     assert [(f["rule"], f["source"], f["passed"], f["evidence"]) for f in findings] == [
         ("git-history", "model reply", True, "step 1 model reply: git log --all --oneline")]
+
+
+def test_mini_swe_agents_bash_tool_call_is_a_finding_once(tmp_path: Path,
+                                                          docker_client: Any) -> None:
+    """mini-swe-agent (installed by its bundled variant) told, through its `bash` tool, to run
+    `git log --all`: the finding comes from the model's reply; its own trajectory shows the
+    same command and adds no second finding."""
+    from tests.e2e.test_mini_swe_agent import COMMANDS
+    from tests.support.command_agents import run_variant
+
+    commands = ["git log --all --oneline", *COMMANDS]
+
+    def scripted(request: dict[str, Any]) -> Reply:
+        step = sum(1 for m in request.get("messages", []) if m.get("role") == "assistant")
+        return Reply(f"THOUGHT: step {step}.", tool_calls=[
+            {"name": "bash", "arguments": {"command": commands[min(step, len(commands) - 1)]},
+             "id": f"call_{step}"}])
+
+    run = run_variant("mini-swe-agent", tmp_path / "out", scripted)
+    assert run.record["result"]["passed"] is True, (run.record["result"], run.program_logs())
+    trajectory = (run.task_dir / "agent" / "trajectory.json").read_text()
+    assert "git log --all --oneline" in trajectory
+    scan = subprocess.run([sys.executable, "-m", "pytest_agentbench.cli.main", "report", "scan",
+                           str(run.run_dir), "--format", "json"], capture_output=True, text=True)
+    findings = json.loads(scan.stdout)["findings"]
+    assert [(f["rule"], f["source"], f["evidence"]) for f in findings] == [
+        ("git-history", "model reply", "step 1 model reply: git log --all --oneline")]
