@@ -11,9 +11,12 @@ was seen, because the sources differ in what an agent could forge:
   the stdlib test program). The file is written outside the sandbox, so the program cannot
   edit it; what it shows is what the model asked for, not proof the program ran it.
 - `trajectory`: a command in the trajectory file the program wrote itself (the variant's
-  `trajectory`, collected into `agent/trajectory.*`): `command`/`cmd` values and fenced shell
-  blocks of the assistant's turns (a message whose role or type is user, tool or system, and
-  a tool's result, are skipped: they hold output, not commands). The program wrote that file,
+  `trajectory`, collected into `agent/trajectory.*`): `command`/`cmd` values, and fenced shell
+  blocks of the assistant's turns (a JSON object whose role or type is `assistant`; all of a
+  text trajectory such as aider's chat history). A message whose role or type is user, tool
+  or system, a tool's result or output, and the agent's configuration (`config`, `*_template`:
+  mini-swe-agent keeps its prompt templates, with example commands, in its trajectory) are
+  skipped: they hold output and examples, not commands. The program wrote that file,
   so it can leave a command out or put one in: it is reported under its own source, and only
   for commands no model reply shows already.
 
@@ -35,6 +38,7 @@ TRAJECTORY = "trajectory"
 FENCE = re.compile(r"```(?:bash|sh|shell|console|zsh)[ \t]*\n(.*?)```", re.S)
 COMMAND_KEYS = ("command", "cmd")
 SKIPPED_ROLES = frozenset({"user", "tool", "system", "tool_result", "function_call_output"})
+SKIPPED_KEYS = frozenset({"output", "result", "aggregated_output", "stdout", "stderr", "config"})
 MAX_DEPTH = 40
 
 
@@ -87,8 +91,8 @@ def trajectory_commands(text: str, suffix: str) -> Iterator[Command]:
     else:
         items = [text]
     found: list[str] = []
-    for item in items:
-        _walk(item, found.append, 0)
+    for item in items:  # a text trajectory (aider's chat history) is the assistant's text
+        _walk(item, found.append, 0, assistant=isinstance(item, str))
     for n, command in enumerate(found, 1):
         yield Command(TRAJECTORY, n, command)
 
@@ -138,31 +142,35 @@ def _as_command(value: Any) -> str | None:
     return None
 
 
-def _walk(item: Any, emit: Callable[[str], None], depth: int) -> None:
+def _walk(item: Any, emit: Callable[[str], None], depth: int, assistant: bool) -> None:
+    """`command`/`cmd` values anywhere but in skipped turns and configuration; fenced shell
+    blocks only in the text of an assistant's turn (`assistant`)."""
     if depth > MAX_DEPTH:
         return
     if isinstance(item, str):
-        for block in fenced(item):
+        for block in fenced(item) if assistant else ():
             emit(block)
         return
     if isinstance(item, list):
         for value in item:
-            _walk(value, emit, depth + 1)
+            _walk(value, emit, depth + 1, assistant)
         return
     if not isinstance(item, dict):
         return
-    if str(item.get("role", "")) in SKIPPED_ROLES or str(item.get("type", "")) in SKIPPED_ROLES:
+    role, kind = str(item.get("role", "")), str(item.get("type", ""))
+    if role in SKIPPED_ROLES or kind in SKIPPED_ROLES:
         return
+    assistant = assistant or "assistant" in (role, kind)
     for key, value in item.items():
         if key in COMMAND_KEYS and (text := _as_command(value)):
             emit(text)
         elif key == "arguments" and isinstance(value, str):
             for text in _arg_commands(value):
                 emit(text)
-        elif key in ("output", "result", "aggregated_output", "stdout", "stderr"):
-            continue  # what a command printed, not a command
+        elif key in SKIPPED_KEYS or key.endswith("_template"):
+            continue  # what a command printed, or the agent's configuration: not a command
         else:
-            _walk(value, emit, depth + 1)
+            _walk(value, emit, depth + 1, assistant)
 
 
 def _int(value: Any) -> int:

@@ -73,7 +73,9 @@ def test_what_the_agent_sent_is_not_taken_for_what_the_model_asked(tmp_path: Pat
 
 
 def test_trajectory_commands_are_labelled_and_skip_what_a_reply_shows(tmp_path: Path) -> None:
-    mini = {"messages": [
+    mini = {"info": {"config": {"agent": {"instance_template": "```bash\ngit fetch\n```"}}},
+            "notes": "```bash\ncurl https://x.test\n```",  # not an assistant's turn
+            "messages": [
         {"role": "user", "content": "```bash\npip install nothing-from-a-user\n```"},
         {"role": "assistant", "content": "", "tool_calls": [
             {"function": {"name": "bash", "arguments": json.dumps({"command": "git reflog"})}}]},
