@@ -21,7 +21,8 @@ HEADER = struct.Struct(">BxxxI")
 
 
 class DockerChannel:
-    def __init__(self, hijacked: Any) -> None:
+    def __init__(self, hijacked: Any, exec_id: str = "") -> None:
+        self.exec_id = exec_id  # the engine's exec: whether the process still runs
         self._keep = hijacked  # holds the HTTP response: its collection would close TLS
         # a Unix socket comes wrapped in a SocketIO; a TLS one is the SSLSocket itself
         self._sock: Any = (getattr(hijacked, "_sock")  # noqa: B009 - private to mypy

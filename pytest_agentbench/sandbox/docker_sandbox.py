@@ -125,7 +125,7 @@ class DockerSandbox:
             exec_id = self._api.exec_create(
                 self.container_id, argv, user=policy.KEEPER_USER, workdir="/", stdin=True,
                 stdout=True, stderr=True, environment=dict(env or {}))["Id"]
-            return DockerChannel(self._api.exec_start(exec_id, socket=True))
+            return DockerChannel(self._api.exec_start(exec_id, socket=True), exec_id)
         except DockerErrors as exc:
             raise self._failure("cannot start a process held open", exc) from exc
 
