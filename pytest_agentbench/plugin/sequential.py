@@ -68,6 +68,22 @@ def _proportion(config: pytest.Config, name: str) -> float | None:
     return value
 
 
+ALLOW_RESOURCES = "--agentbench-sequential-allow-mismatch=resources"
+
+
+def _same_scale(config: pytest.Config, baseline: Any, scale: float) -> None:
+    """A baseline made at another --agentbench-resources-scale is refused before anything runs
+    (the pairing would refuse it after the first task), unless resources may differ."""
+    from pytest_agentbench.reporting.names import ReportError
+    from pytest_agentbench.reporting.resources import FIELD, scale_of
+
+    allowed = FIELD in (config.getoption("agentbench_sequential_allow_mismatch") or [])
+    theirs = scale_of(baseline)
+    if theirs != scale and not allowed:
+        raise ReportError(f"the baseline ran at --agentbench-resources-scale {theirs:g}, this run "
+                          f"at {scale:g}: pass {ALLOW_RESOURCES} to compare them")
+
+
 class Sequential:
     def __init__(self, config: pytest.Config, run: AgentbenchPlugin, baseline: Any,
                  max_drop: float | None, margin: float | None, alpha: float) -> None:
@@ -109,6 +125,7 @@ class Sequential:
             baseline = load_run(path, fields="pairing")
             if baseline.attempts.empty:
                 raise ReportError(f"{path}: the baseline run has no attempt")
+            _same_scale(config, baseline, run.settings.resources_scale)
         except ReportError as exc:
             raise pytest.UsageError(f"--agentbench-sequential {spec}: {exc}") from None
         return cls(config, run, baseline, max_drop, margin, alpha)
@@ -259,8 +276,9 @@ class Sequential:
             candidate = load_run(state.path, fields="pairing", cache=False)
             order, drops, info = drops_in_order(self.baseline, candidate, self.seed,
                                                 self.allow_mismatch, tasks=done)
-        except ReportError as exc:
-            text = " ".join(str(exc).split())
+        except ReportError as exc:  # the flag of `gate` is this run's option here
+            text = " ".join(str(exc).split()).replace("--allow-resource-difference",
+                                                      ALLOW_RESOURCES)
             self.result = {"outcome": "refused", "seed": self.seed, "reason": text,
                            "exit_code": EXIT_REFUSED, **extra}
             self._stop(f"REFUSED: {text}")
