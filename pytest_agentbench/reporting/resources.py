@@ -4,7 +4,8 @@ paired, and the pass rate per resource scale of `report compare`.
 The policy of an attempt is its record's `limits.cpu_limit`, `mem_limit_mb`, `mem_reservation_mb`,
 `pids_limit` and `disk_limit_mb` (RESOURCE_COLUMNS): what its agent's and scoring sandboxes got,
 after `--agentbench-resources-scale`. Two runs differ when a task that ran in both (not
-TASK_INVALID in either) has another value in one of them; a value a record does not carry
+TASK_INVALID, its attempts that ended in an infra error left out) has another value in one of
+them; a value a record does not carry
 (written before these fields) is unknown and never differs. `report paired`, `report compare`,
 `gate` and `plan` refuse such runs with one line naming the first field that differs, unless
 `--allow-resource-difference` (the pairing field `resources`) is given; then the reports say
@@ -35,8 +36,9 @@ class ResourceDifference(ReportError):
 
 
 def _policy(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per task that ran (its first attempt's known value per field), indexed by task id."""
-    ran = frame[frame["failure_reason"] != _TASK_INVALID]
+    """Per task that ran (its first attempt's known value per field, infra errors left out: a
+    record the controller wrote for a worker that died knows less), indexed by task id."""
+    ran = frame[(frame["failure_reason"] != _TASK_INVALID) & ~frame["infra"].to_numpy(bool)]
     policy = ran[["task_id", *RESOURCE_COLUMNS, _SCALE]].groupby("task_id", sort=True).first()
     reserve = policy["limit_mem_reservation_mb"]
     # a record that has the policy fields and no reservation: none is set (not unknown)

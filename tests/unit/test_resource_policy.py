@@ -98,6 +98,14 @@ def test_same_policy_pairs_and_unknown_values_never_differ(tmp_path: Path) -> No
     with pytest.raises(ResourceDifference, match=r"^runs differ in limits.pids_limit \(512 vs "
                                                  r"128 on 1 of 6 tasks, e\.g\. t2\): pass"):
         compare(load_run(a), load_run(pids))
+    crashed = _run(tmp_path, "crashed", 4, scale=0.5, mem=2048)  # one attempt is the infra
+    recs = [json.loads(line) for line in (crashed / "attempts.jsonl").read_text().splitlines()]
+    recs = [r if r["task_id"] != "t0" else {  # record of a dead worker: the run's limits unknown
+        **r, "result": {**r["result"], "passed": False, "failure_reason": "SANDBOX_ERROR"},
+        "limits": {**r["limits"], "mem_limit_mb": 4096, "resources_scale": 1.0}} for r in recs]
+    (crashed / "attempts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    with pytest.raises(ResourceDifference, match=r"\(4096 vs 2048 on 5 of 5 tasks, e\.g\. t1\)"):
+        compare(load_run(a), load_run(crashed))
     reserved = _run(tmp_path, "reserved", 4, scale=1.0, mem_reservation_mb=1024)
     with pytest.raises(ResourceDifference, match=r"limits.mem_reservation_mb \(none vs 1024"):
         compare(load_run(a), load_run(reserved))
