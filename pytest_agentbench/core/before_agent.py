@@ -122,7 +122,10 @@ def setup(at: Attempt) -> Sandbox:
                 _run_setup_commands(at, sandbox, commands)
                 for command in spec.setup.capture:
                     at.run_command(sandbox, "capture", command, spec.environment.tool_timeout_sec)
-                dirty, stat = dirty_tracked_files(sandbox)
+                # no setup and no capture command: nothing ran in the workspace since the
+                # harness checked it out, so there is nothing to check (one exec fewer)
+                dirty, stat = (dirty_tracked_files(sandbox) if commands or spec.setup.capture
+                               else ([], ""))
                 info.dirty_files, info.diff_stat = dirty, stat
                 at.paths.log("setup_diff_stat.txt").write_text(stat + "\n", "utf-8")
             if info.dirty_files:

@@ -123,12 +123,17 @@ class RecordingToolbox:
             return
         finally:
             self.snapshot_ms += (time.perf_counter() - started) * 1000
+        self._note_rebuild(rebuilds)
+        self._record_step(step, tree, diff)
+
+    def _note_rebuild(self, rebuilds: int) -> None:
+        """A `snapshot_rebuilt` note when the last snapshot rebuilt the index (`rebuilds`: the
+        count before it)."""
         if self.snapshots.rebuilds > rebuilds:
             self.events.emit(Note(
                 kind="snapshot_rebuilt",
                 message="the harness's snapshot index was changed or removed; rebuilt",
             ))
-        self._record_step(step, tree, diff)
 
     def _exec(self, command: str, timeout_sec: float, env: Mapping[str, str] | None,
               cwd: str | None, full_output: bool) -> ExecResult:
@@ -171,12 +176,25 @@ class RecordingToolbox:
         )
 
     def final_diff(self) -> tuple[list[str], int, str]:
+        # The pending step's snapshot would be taken here, just before the final one, with
+        # nothing run in between: the same tree. When it starts from the base tree, its diff is
+        # the final diff too, so the final snapshot records the step (one exec instead of two).
+        step = self.pending if self.last_tree == self.base_tree else None
         try:  # the last snapshot also removes the snapshot git dir
-            self._settle()
-            diff = self.snapshots.snapshot_diff(self.base_tree, last=True)[1]
+            if step is None:
+                self._settle()
+            rebuilds, started = self.snapshots.rebuilds, time.perf_counter()
+            tree, diff = self.snapshots.snapshot_diff(self.base_tree, last=True)
         except BaseException:
+            if step is not None:
+                self.pending = None  # the final diff's failure decides the attempt's fate
             self.snapshots.close()
             raise
+        if step is not None:
+            self.pending = None
+            self.snapshot_ms += (time.perf_counter() - started) * 1000
+            self._note_rebuild(rebuilds)
+            self._record_step(step, tree, diff)
         (self.paths.root / "diffs" / "final.patch").write_text(self.redact(diff.patch), "utf-8")
         self.final_patch = diff.patch  # unredacted: this is what gets applied for scoring
         return diff.files, diff.lines_changed, diff.patch

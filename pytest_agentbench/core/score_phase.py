@@ -15,6 +15,7 @@ from pytest_agentbench.core.attempt import Attempt, Failure
 from pytest_agentbench.core.gitops import SnapshotError, apply_command
 from pytest_agentbench.core.protection import pytest_config_change
 from pytest_agentbench.core.recording import RecordingToolbox
+from pytest_agentbench.core.sandbox_ahead import SandboxAhead, opens_ahead
 from pytest_agentbench.core.scoring import ScoringEvidence, verdict
 from pytest_agentbench.paths.host_files import HostFiles
 from pytest_agentbench.sandbox.port import ExecResult, Sandbox
@@ -31,6 +32,19 @@ def score(at: Attempt, agent_sandbox: Sandbox, toolbox: RecordingToolbox) -> Res
     if outcome.reason in (Reason.LLM_ERROR, Reason.SANDBOX_ERROR) or \
             outcome.reason in TASK_BLAMED:  # the reference agent found the task broken
         raise Failure(outcome.reason, outcome.summary or str(outcome.reason), outcome.sub_reason)
+    network = spec.environment.network_policy == "always"
+    # scoring's sandbox starts while the final diff is taken (core/sandbox_ahead.py)
+    ahead = SandboxAhead(at, network, "score") if opens_ahead(at) else None
+    try:
+        return _score(at, agent_sandbox, toolbox, outcome, network, ahead)
+    finally:
+        if ahead is not None:
+            ahead.discard()
+
+
+def _score(at: Attempt, agent_sandbox: Sandbox, toolbox: RecordingToolbox, outcome: AgentOutcome,
+           network: bool, ahead: SandboxAhead | None) -> Result:
+    spec = at.spec
     try:
         violation = toolbox.final_diff_violation()
     except SnapshotError as exc:
@@ -43,13 +57,15 @@ def score(at: Attempt, agent_sandbox: Sandbox, toolbox: RecordingToolbox) -> Res
                                          toolbox.final_patch)  # the patch is what is scored
     at.found.agent = toolbox.stats(outcome)
     agent_sandbox.close()
+    # started on the pre-agent copy: what is written into it from here on, it sees as written
+    sandbox = ahead.take() if ahead is not None else None
     patch, overrode = toolbox.final_patch, None
     hidden = hidden_tests.load(at)
     if hidden is not None:  # they win over the agent's edits to their files
         patch, overrode = hidden_tests.discard_agent_edits(patch, hidden)
         hidden_tests.place(hidden, at, "pristine")
         at.environment["hidden_tests"] = {"paths": list(hidden.paths), "overrode": overrode}
-    if patch:  # before the sandbox opens: a remote engine gets a copy then
+    if patch:  # before the sandbox opens, if it is not open: a remote engine gets a copy then
         patch_file = at.workspace / "pristine" / ".git" / "agentbench-final.patch"
         patch_file.write_text(patch, "utf-8")
     # what the regrades start from, copied now (scoring's sandbox changes the pre-agent copy)
@@ -57,7 +73,9 @@ def score(at: Attempt, agent_sandbox: Sandbox, toolbox: RecordingToolbox) -> Res
     regraded = at.cfg.shared.regrade > 0 and violation is None
     base = regrade_mod.keep_base(at) if regraded else None
     try:
-        result = _grade(at, outcome, violation, patch, base)
+        if sandbox is None:
+            sandbox = at.open_sandbox(network, phase="score")
+        result = _grade(at, sandbox, outcome, violation, patch, base)
     finally:
         if base is not None:
             regrade_mod.drop_base(base)
@@ -66,13 +84,11 @@ def score(at: Attempt, agent_sandbox: Sandbox, toolbox: RecordingToolbox) -> Res
 
 
 def _grade(
-    at: Attempt, outcome: AgentOutcome, violation: str | None, patch: str, base: Path | None
+    at: Attempt, sandbox: Sandbox, outcome: AgentOutcome, violation: str | None, patch: str,
+    base: Path | None,
 ) -> Result:
-    """The grading in a new sandbox, then the regrades when `base` is given and the passing
-    command decided the verdict."""
-    sandbox = at.open_sandbox(
-        network=at.spec.environment.network_policy == "always", phase="score"
-    )
+    """The grading in `sandbox` (new, nothing run in it yet), then the regrades when `base` is
+    given and the passing command decided the verdict."""
     if patch:
         _apply_diff(at, sandbox)
     _apply_hidden_tests(at, sandbox)

@@ -1,0 +1,80 @@
+"""A sandbox opened ahead of its use, in a thread, while the attempt does other work.
+
+Scoring's sandbox (core/score_phase.py) starts while the final snapshot is taken and the agent's
+sandbox is removed: on this machine a container start is about a quarter of a second, most of
+what the harness adds over a bare docker-py script. Only where the sandbox sees the host's
+workspace as it changes (a bind mount): what is written into the pre-agent copy after the start
+(the recorded diff, the hidden tests) is then what the sandbox sees. An engine that takes archives
+ships the workspace when the container is created, so there the sandbox opens when it is needed.
+
+Nothing runs in the sandbox until `take` hands it over, so opening it early changes nothing it
+will see; the bookkeeping (the attempt's open sandboxes, their facts, the start time) happens in
+the caller's thread, at `take`. `discard` closes a sandbox that was never taken (an attempt ended
+before scoring ran).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from pytest_agentbench.core.attempt_config import sandbox_spec
+from pytest_agentbench.sandbox.port import Sandbox, SandboxError
+
+if TYPE_CHECKING:
+    from pytest_agentbench.core.attempt import Attempt
+
+
+def opens_ahead(at: Attempt) -> bool:
+    """Whether this attempt's engine shows its sandboxes the host's directories as they are."""
+    return getattr(at.sandboxes, "transfer", None) == "bind"
+
+
+class SandboxAhead:
+    """The sandbox of `phase`, being opened in a thread from the moment this is made."""
+
+    def __init__(self, at: Attempt, network: bool, phase: str) -> None:
+        self.at, self.network, self.phase = at, network, phase
+        self.spec = sandbox_spec(at.cfg, at.spec, at.workspace, network, phase, at.env_dir)
+        self.sandbox: Sandbox | None = None
+        self.error: BaseException | None = None
+        self.seconds = 0.0
+        self.taken = False
+        self.thread = threading.Thread(target=self._open, name=f"agentbench-{phase}-sandbox",
+                                       daemon=True)
+        self.thread.start()
+
+    def _open(self) -> None:
+        started = time.monotonic()
+        try:
+            self.sandbox = self.at.sandboxes.open(self.spec)
+        except BaseException as exc:  # handed to the caller by `take`
+            self.error = exc
+        self.seconds = time.monotonic() - started
+
+    def take(self) -> Sandbox:
+        """The open sandbox, recorded as the attempt's (or what its start raised)."""
+        self.thread.join()
+        self.taken = True
+        if self.error is not None:
+            raise self.error
+        assert self.sandbox is not None
+        at, sandbox = self.at, self.sandbox
+        timings = at.found.timings
+        timings["sandbox_start"] = round(timings.get("sandbox_start", 0) + self.seconds, 3)
+        at.open_sandboxes.append(sandbox)
+        at.environment.setdefault("sandboxes", []).append(
+            {"phase": self.phase, "network": self.network, "facts": sandbox.facts()})
+        return sandbox
+
+    def discard(self) -> None:
+        """Close the sandbox if it was never taken (safe to call after `take`)."""
+        if self.taken:
+            return
+        self.thread.join()
+        self.taken = True
+        if self.sandbox is not None:
+            with contextlib.suppress(SandboxError):
+                self.sandbox.close()

@@ -1,0 +1,145 @@
+"""The attempt's hot path on a real Docker engine (issue 25 item 5): what an oracle attempt on a
+task without setup asks of the engine, command by command, so a change that adds an exec or gives up
+the scoring sandbox's early start shows here rather than only as a slower benchmark.
+
+- No `git status` when nothing ran in the workspace since the harness checked it out.
+- The pending step's snapshot and the final one are one exec when the step starts from the base.
+- Scoring's sandbox starts while the final diff is taken (core/sandbox_ahead.py), before the
+  agent's sandbox is removed; an attempt that ends before scoring takes it leaves no container.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from pytest_agentbench.agents.builtin import OracleAgent
+from pytest_agentbench.agents.port import AgentContext, AgentOutcome
+from pytest_agentbench.core.pipeline import AttemptPipeline
+from pytest_agentbench.repos.mirror import MirrorCache
+from pytest_agentbench.run.hostenv import SANDBOX_UID
+from pytest_agentbench.sandbox.port import ExecResult, Sandbox, SandboxSpec
+from pytest_agentbench.schemas.taxonomy import Reason
+from pytest_agentbench.tasks.discovery import discover
+from tests.support.attempts import attempt_config
+
+ROOT = Path(__file__).resolve().parents[2]
+TASK = "fix-mean-off-by-one"  # no setup commands, no capture commands, no hidden tests
+
+
+class Log:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.lock = threading.Lock()
+
+    def add(self, line: str) -> None:
+        with self.lock:
+            self.lines.append(line)
+
+
+class CountingSandbox:
+    """The engine's sandbox, its commands and its removal written to `log`."""
+
+    def __init__(self, inner: Sandbox, phase: str, log: Log) -> None:
+        self.inner, self.phase, self.log = inner, phase, log
+
+    def exec(self, command: str, **kwargs: Any) -> ExecResult:
+        self.log.add(f"exec {self.phase} {command.splitlines()[0][:60]}")
+        return self.inner.exec(command, **kwargs)
+
+    def close(self) -> None:
+        self.log.add(f"close {self.phase}")
+        self.inner.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class CountingFactory:
+    def __init__(self, inner: Any, log: Log) -> None:
+        self.inner, self.log = inner, log
+
+    def open(self, spec: SandboxSpec) -> CountingSandbox:
+        phase = spec.labels.get("agentbench.phase", "?")
+        self.log.add(f"open {phase}")
+        return CountingSandbox(self.inner.open(spec), phase, self.log)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def run_attempt(factory: Any, tmp_path: Path, agent: Any) -> tuple[Any, list[str]]:
+    task = {t.id: t for t in discover(ROOT / "taskpacks", ["custom-dev"]).tasks}[TASK]
+    assert not task.spec.setup.commands and not task.spec.setup.capture
+    log = Log()
+    cfg = attempt_config(tmp_path, "hot", image=factory_image(), owner_uid=SANDBOX_UID)
+    record = AttemptPipeline(task, cfg, CountingFactory(factory, log),
+                             MirrorCache(tmp_path / "git"), agent).run()
+    return record, log.lines
+
+
+def factory_image() -> str:
+    from pytest_agentbench.sandbox.image import ensure_image
+    return ensure_image(quiet=True).name
+
+
+def kinds(lines: list[str]) -> list[str]:
+    """Each line's verb and phase, and for a command what it is (by its first words)."""
+    out = []
+    for line in lines:
+        verb, phase, *rest = line.split(" ", 2)
+        text = rest[0] if rest else ""
+        what = ("junit" if text.startswith("test -f /tmp/agentbench-results") else
+                "git-status" if " status " in text or text.startswith("git ") else
+                "snapshot" if text.startswith(("set -o pipefail", "GD=")) else
+                "apply" if text.startswith("PATCH=") else "command" if verb == "exec" else "")
+        out.append(f"{verb} {phase} {what}".rstrip())
+    return out
+
+
+def test_an_oracle_attempt_asks_the_engine_for_its_commands_and_little_more(
+        docker_sandboxes: Any, tmp_path: Path) -> None:
+    record, lines = run_attempt(docker_sandboxes, tmp_path, OracleAgent())
+    assert record.result.passed, record.result
+    steps = kinds(lines)
+    assert steps[0] == "open agent"
+    agent_execs = [s for s in steps if s.startswith("exec agent")]
+    assert agent_execs == [
+        "exec agent command", "exec agent junit", "exec agent command",  # the baseline twice
+        "exec agent snapshot", "exec agent snapshot",  # snapshot start, the base tree
+        "exec agent snapshot",  # the oracle's step and the final diff, in one
+    ], lines
+    assert [s for s in steps if s.startswith("exec score")] == [
+        "exec score apply", "exec score command", "exec score junit"], lines
+    # scoring's sandbox was asked for before the final snapshot ran, and so before the agent's
+    # sandbox was removed
+    assert steps.index("open score") < len(steps) - 1 - steps[::-1].index("exec agent snapshot")
+    assert steps.index("open score") < steps.index("close agent")
+    step_patch = tmp_path / "run" / record.artifact_paths["task_dir"] / "diffs" / "step_0001.patch"
+    final_patch = step_patch.with_name("final.patch")
+    assert step_patch.read_text("utf-8") == final_patch.read_text("utf-8") != ""
+
+
+class NestedRepoAgent:
+    """Makes a git repository inside the workspace, which no snapshot records: the final diff
+    fails, so the attempt ends before scoring takes its sandbox."""
+
+    name = "nested-repo"
+
+    def run(self, ctx: AgentContext) -> AgentOutcome:
+        ctx.toolbox.call("run", {"command": "git init -q nested && echo x > nested/f"})
+        return AgentOutcome("finish", steps=1)
+
+
+def test_a_scoring_sandbox_opened_ahead_and_never_used_is_removed(
+        docker_sandboxes: Any, tmp_path: Path) -> None:
+    import docker
+
+    record, lines = run_attempt(docker_sandboxes, tmp_path, NestedRepoAgent())
+    assert record.result.failure_reason == Reason.TOOL_ERROR, record.result
+    assert record.result.sub_reason == "WORKSPACE_UNREADABLE"
+    assert "open score" in kinds(lines) and "close score" in kinds(lines), lines
+    left = docker.from_env().containers.list(
+        all=True, filters={"label": ["agentbench.run_id=hot"]})
+    assert left == []
