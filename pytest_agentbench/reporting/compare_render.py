@@ -16,7 +16,7 @@ import pandas as pd
 
 import pytest_agentbench.reporting.resources as resources
 from pytest_agentbench.reporting.compare import COMPARE_COLUMNS, CompareReport
-from pytest_agentbench.reporting.md import MD_ROWS, cell, interval, num, pct, table
+from pytest_agentbench.reporting.md import MD_ROWS, cell, interval, num, para, pct, table
 from pytest_agentbench.reporting.render import to_json
 
 
@@ -80,7 +80,7 @@ def compare_markdown(report: CompareReport) -> str:
 
 def _resources_md(d: dict[str, Any]) -> list[str]:
     """The resource differences allowed, and the pass rate per resource scale."""
-    out = [f"- {cell(r['run'])}: {cell(resources.describe(r['resource_differences']))}"
+    out = [f"- {cell(r['run'])}: {para(resources.describe(r['resource_differences']))}"
            for r in d["runs"] if r.get("resource_differences")]
     if out:
         out = ["## Resource policies", "", *out, ""]

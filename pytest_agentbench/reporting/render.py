@@ -253,7 +253,7 @@ def paired_markdown(data: dict[str, Any], heading: str = "#") -> str:
            f"missing policy `{pi['missing_policy']}` (only in A: {len(pi['only_in_a'])}, only "
            f"in B: {len(pi['only_in_b'])}, unpaired attempts dropped: "
            f"{pi['unpaired_attempts']}). Mismatches allowed: {cell(allowed or 'none')}.", "",
-           *([f"**{cell(resources_note)}**", ""] if (resources_note := describe_resources(
+           *([f"**{para(resources_note)}**", ""] if (resources_note := describe_resources(
                pi.get("resource_differences") or [])) else []),
            f"Exclusions ({cell(ex['rule'])}): {ex['invalid_or_flaky_tasks']} invalid or flaky "
            f"task(s) ({ex['invalid_or_flaky_pairs']} pairs), {ex['quarantined_pairs']} "

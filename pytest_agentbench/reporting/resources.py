@@ -95,7 +95,7 @@ def describe(diffs: list[dict[str, Any]]) -> str:
     if not diffs:
         return ""
     parts = [f"{d['field']} {show(d['a'])} vs {show(d['b'])}{_where(d)}" for d in diffs]
-    return (f"The runs ran under different resource policies, compared as asked ({FLAG}): "
+    return (f"The runs were made under different resource policies, compared as asked ({FLAG}): "
             + "; ".join(parts) + ". A difference in pass rate may come from the resources.")
 
 
