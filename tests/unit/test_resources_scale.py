@@ -123,3 +123,16 @@ def test_oom_kills_of_one_attempt(tmp_path: Path) -> None:
     killed = Result(passed=False, failure_reason=Reason.AGENT_KILLED_SANDBOX, sub_reason="OOM")
     assert oom_kills(events, mine, calls, killed) == 5
     assert oom_kills(None, mine, tmp_path / "missing.jsonl", passed) == 0
+
+
+def test_run_json_records_the_scale_and_a_resume_keeps_it(tmp_path: Path) -> None:
+    from pytest_agentbench.plugin.resume import recorded_options
+    from pytest_agentbench.run.state import run_config
+
+    config = run_config(_settings(tmp_path, "0.5"), "img")
+    assert config["resources_scale"] == 0.5
+    assert "resources_scale" not in run_config(_settings(tmp_path, None), "img")  # hash kept
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "run.json").write_text(json.dumps({"config": config}))
+    assert recorded_options(run_dir)["resources_scale"] == 0.5
