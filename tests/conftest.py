@@ -28,6 +28,7 @@ import pytest
 
 from tests.support.engines import second_engine  # noqa: F401 - one per session (xdist_group)
 from tests.support.sandboxes import docker_sandboxes  # noqa: F401 - one per session, every folder
+from tests.support.xdist_groups import group_shared_fixtures, keep_groups_in_node_ids
 
 TESTS = Path(__file__).resolve().parent
 
@@ -108,3 +109,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         tier = folder_tier(item.path)
         if tier is not None:
             item.add_marker(tier)
+    group_shared_fixtures(items)  # a module-scoped run is made once, not once per worker
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker sends the ids to be scheduled
+def pytest_collection_finish(session: pytest.Session) -> None:
+    keep_groups_in_node_ids(session.config, session.items)
