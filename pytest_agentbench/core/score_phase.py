@@ -5,6 +5,8 @@ in a fresh sandbox under another hash seed (core/regrade.py)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
 
 import pytest_agentbench.core.evidence as evidence_mod
@@ -68,6 +70,8 @@ def _score(at: Attempt, agent_sandbox: Sandbox, toolbox: RecordingToolbox, outco
     if patch:  # before the sandbox opens, if it is not open: a remote engine gets a copy then
         patch_file = at.workspace / "pristine" / ".git" / "agentbench-final.patch"
         patch_file.write_text(patch, "utf-8")
+    if sandbox is not None:  # opened ahead: its open gave the copy to the sandbox user before
+        _give_to_sandbox_user(at, (".git/agentbench-final.patch", hidden_tests.HIDDEN_PATCH))
     # what the regrades start from, copied now (scoring's sandbox changes the pre-agent copy)
     # only for an attempt the rules do not already decide, and removed again on every path
     regraded = at.cfg.shared.regrade > 0 and violation is None
@@ -81,6 +85,20 @@ def _score(at: Attempt, agent_sandbox: Sandbox, toolbox: RecordingToolbox, outco
             regrade_mod.drop_base(base)
     return result if overrode is None else result.model_copy(
         update={"hidden_tests_overrode": overrode})
+
+
+def _give_to_sandbox_user(at: Attempt, names: tuple[str, ...]) -> None:
+    """The files `names` written into the pre-agent copy after its sandbox opened, given to the
+    owner that open gave the copy (a root harness's own files, under a umask such as 077, are
+    unreadable to the sandbox user: the diff did not apply)."""
+    pristine = at.workspace / "pristine"
+    owner = os.stat(pristine / ".git", follow_symlinks=False)
+    for name in names:
+        path = pristine / name
+        with contextlib.suppress(FileNotFoundError):
+            st = os.stat(path, follow_symlinks=False)
+            if (st.st_uid, st.st_gid) != (owner.st_uid, owner.st_gid):
+                os.chown(path, owner.st_uid, owner.st_gid, follow_symlinks=False)
 
 
 def _grade(
