@@ -86,10 +86,14 @@ def _holes(path: Path, size: int, allocated: int) -> int:
 
 def tar_chunks(trees: Iterable[tuple[str, Path | None]], uid: int, gid: int,
                root_mode: int = 0o755,
-               budgets: Mapping[str, int] | None = None) -> Iterator[bytes]:
+               budgets: Mapping[str, int] | None = None,
+               owner_bits_for_all: bool = False) -> Iterator[bytes]:
     """A tar of each (top-level name, host dir) pair, streamed in pieces of about FLUSH_BYTES:
     the top-level directory itself (owned by uid:gid, so a volume's root is the sandbox user's),
     then everything below it. A `None` dir gives an empty top-level directory.
+
+    `owner_bits_for_all`: every entry's group and others get the owner's read and execute bits
+    and no write bit (a copy owned by someone else than the directory's owner, read-only).
 
     `budgets[top]`: the file bytes (apparent sizes) that tree may ship; past it, or past
     SPARSE_MAX_BYTES of holes in its sparse files, ArchiveRefused (naming the file) ends the
@@ -100,6 +104,9 @@ def tar_chunks(trees: Iterable[tuple[str, Path | None]], uid: int, gid: int,
 
     def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
         info.uid, info.gid, info.uname, info.gname = uid, gid, "", ""
+        if owner_bits_for_all:  # what the owner may read or run, everyone may; none may write
+            readable = info.mode & 0o500
+            info.mode = (info.mode & ~0o077) | readable >> 3 | readable >> 6
         return info
 
     for top, directory in trees:

@@ -117,7 +117,8 @@ class ShippedMounts:
     def _upload(self, image: str, mounts: list[Mount], trees: list[tuple[str, Path | None]],
                 root_trees: list[tuple[str, Path | None]]) -> None:
         """`trees` owned by the sandbox user, `root_trees` by root (read-only copies of host
-        directories: the sandbox user cannot change them, the mount aside)."""
+        directories: the sandbox user cannot change them, the mount aside; it may read and run
+        what their owner could, e.g. an install's 0700 top directory)."""
         api = self.client.api
         try:
             loader = str(api.create_container(
@@ -134,7 +135,8 @@ class ShippedMounts:
                                                             budgets=budgets))
             if root_trees:
                 api.put_archive(loader, LOADER_ROOT, tar_chunks(
-                    root_trees, 0, 0, budgets={top: ENV_MAX_BYTES for top, _ in root_trees}))
+                    root_trees, 0, 0, budgets={top: ENV_MAX_BYTES for top, _ in root_trees},
+                    owner_bits_for_all=True))
             if self.spec.ca_bundle is not None:
                 bundle = self.spec.ca_bundle.read_bytes()
                 api.put_archive(loader, LOADER_ROOT, _one_file("ca/ca-certificates.crt", bundle,

@@ -25,7 +25,8 @@ from typing import Any
 import pytest
 
 from tests.e2e.test_command_agent import FIX, USAGE
-from tests.fakes.openai_server import FakeOpenAIServer, Reply
+from tests.e2e.test_mini_swe_agent import COMMANDS, scripted_bash
+from tests.fakes.openai_server import FakeOpenAIServer, Reply, Step
 from tests.support.host_state import docker
 from tests.support.run_dirs import run_dirs
 
@@ -102,7 +103,36 @@ def _program(tmp: Path) -> Path:
     return program
 
 
-def _script() -> list[Reply]:
+def _run(tmp: Path, engine: Any, variant: str,
+         server: FakeOpenAIServer) -> tuple[subprocess.CompletedProcess[str], Path, str]:
+    """One attempt of TASK under `variant` on the second engine; the run's output, its
+    directory and the tail of every log of the attempt (for an assertion's message)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST_", "COV_", "DOCKER_"))}
+    env.update(DOCKER_CONFIG=str(engine.docker_config), DOCKER_CONTEXT="default",
+               AGENTBENCH_API_KEY=PLANTED_KEY)
+    out = tmp / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
+         "--agentbench-suite", "custom-dev", f"--agentbench-taskpacks={ROOT / 'taskpacks'}",
+         f"--agentbench-out={out}", "-k", TASK, f"--agentbench-variant={variant}",
+         f"--agentbench-engine={engine.context}", "--agentbench-env-cache=none",
+         "--agentbench-base-url", server.base_url, "--agentbench-model", "some/model"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
+    (run_dir,) = run_dirs(out)
+    logs = "".join(p.read_text("utf-8", "replace")[-3000:]
+                   for p in sorted((run_dir / "tasks" / TASK / "logs").glob("*")) if p.is_file())
+    return proc, run_dir, logs
+
+
+def _left(engine: Any, run_dir: Path) -> list[str]:
+    second = {"DOCKER_CONFIG": str(engine.docker_config), "DOCKER_CONTEXT": engine.context}
+    label = f"label=agentbench.run_id={run_dir.name}"
+    return (docker("ps", "-aq", "--filter", label, env=second).split()
+            + docker("volume", "ls", "-q", "--filter", label, env=second).split())
+
+
+def _script() -> list[Step]:
     return [Reply("Let me look.\n```bash\ncat minilib/mathx.py\n```", usage=USAGE),
             Reply(f"Fix the divisor.\n```bash\n{FIX}```", usage=USAGE),
             Reply("```bash\npython -m pytest -q -p no:cacheprovider tests/test_mathx.py\n```",
@@ -118,24 +148,10 @@ def test_a_command_agent_solves_the_task_on_a_remote_engine_through_the_exec_rel
         "params": {"command": "python3 $AGENTBENCH_PROGRAM_DIR/probe.py && "
                               "python3 $AGENTBENCH_PROGRAM_DIR/agent.py",
                    "program_dir": str(_program(tmp_path))}}))
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST_", "COV_", "DOCKER_"))}
-    env.update(DOCKER_CONFIG=str(second_engine.docker_config), DOCKER_CONTEXT="default",
-               AGENTBENCH_API_KEY=PLANTED_KEY)
-    out = tmp_path / "out"
     with FakeOpenAIServer(_script()) as server:
-        proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
-             "--agentbench-suite", "custom-dev", f"--agentbench-taskpacks={ROOT / 'taskpacks'}",
-             f"--agentbench-out={out}", "-k", TASK, f"--agentbench-variant={variant}",
-             f"--agentbench-engine={second_engine.context}", "--agentbench-env-cache=none",
-             "--agentbench-base-url", server.base_url, "--agentbench-model", "some/model"],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+        proc, run_dir, logs = _run(tmp_path, second_engine, str(variant), server)
         requests = list(server.requests)
-    (run_dir,) = run_dirs(out)
     task_dir = run_dir / "tasks" / TASK
-    logs = "".join(p.read_text("utf-8", "replace")[-3000:]
-                   for p in sorted((task_dir / "logs").glob("*")) if p.is_file())
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:] + logs
     (line,) = (run_dir / "attempts.jsonl").read_text().splitlines()
     record = json.loads(line)
@@ -173,8 +189,28 @@ def test_a_command_agent_solves_the_task_on_a_remote_engine_through_the_exec_rel
     assert leaks == []
     diff = (task_dir / "diffs" / "final.patch").read_text()
     assert "+    return sum(values) / len(values)" in diff
-    second = {"DOCKER_CONFIG": str(second_engine.docker_config),
-              "DOCKER_CONTEXT": second_engine.context}
-    label = f"label=agentbench.run_id={run_dir.name}"
-    assert docker("ps", "-aq", "--filter", label, env=second).split() == []
-    assert docker("volume", "ls", "-q", "--filter", label, env=second).split() == []
+    assert _left(second_engine, run_dir) == []
+
+
+def test_mini_swe_agent_solves_the_task_on_a_remote_engine(tmp_path: Path,
+                                                           second_engine: Any) -> None:
+    """The bundled mini-swe-agent (installed once per image; its ~600 MB venv shipped to the
+    remote sandbox) against the scripted server, through the exec relay."""
+    with FakeOpenAIServer([], default=scripted_bash) as server:
+        proc, run_dir, logs = _run(tmp_path, second_engine, "mini-swe-agent", server)
+        requests = list(server.requests)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:] + logs
+    (line,) = (run_dir / "attempts.jsonl").read_text().splitlines()
+    record = json.loads(line)
+    assert record["result"]["passed"] is True, (record["result"], logs)
+    assert record["usage"]["llm_calls"] == len(requests) == len(COMMANDS)
+    assert all(r.headers.get("authorization") == f"Bearer {PLANTED_KEY}" for r in requests)
+    events = [json.loads(x) for x in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert [e["type"] for e in events].count("llm_response") == len(COMMANDS)
+    environment = json.loads((run_dir / "tasks" / TASK / "meta" /
+                              "environment.json").read_text())
+    assert environment["gateway_transport"]["problem"] is None
+    leaks = [p for p in run_dir.rglob("*")
+             if p.is_file() and PLANTED_KEY in p.read_text("utf-8", "replace")]
+    assert leaks == []
+    assert _left(second_engine, run_dir) == []
