@@ -7,6 +7,7 @@ the other report commands: 0, or 2 on bad input (no such run or root, a refused 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,36 +59,31 @@ def add_html_commands(kinds: Any) -> None:
     comp.set_defaults(func=run_compare_html)
 
 
-def run_index(args: argparse.Namespace) -> int:
-    from pytest_agentbench.reporting.html.index import write_index
-    from pytest_agentbench.reporting.runs import output_root
-
+def wrote(write: Callable[[], Path]) -> int:
+    """Write one page: "wrote <path>" and 0, or the bad input's one line and 2."""
     try:
-        root = args.root if args.root is not None else output_root(args.out)
-        path = write_index(root, args.output)
+        path = write()
     except ReportError as exc:
         return fail(exc)
     print(f"wrote {path}")
     return EXIT_OK
+
+
+def run_index(args: argparse.Namespace) -> int:
+    from pytest_agentbench.reporting.html.index import write_index
+    from pytest_agentbench.reporting.runs import output_root
+
+    return wrote(lambda: write_index(args.root if args.root is not None
+                                     else output_root(args.out), args.output))
 
 
 def run_paired_html(args: argparse.Namespace) -> int:
     from pytest_agentbench.reporting.html.pages import write_paired_html
 
-    try:
-        path = write_paired_html(paired_report(args), args.output)
-    except ReportError as exc:
-        return fail(exc)
-    print(f"wrote {path}")
-    return EXIT_OK
+    return wrote(lambda: write_paired_html(paired_report(args), args.output))
 
 
 def run_compare_html(args: argparse.Namespace) -> int:
     from pytest_agentbench.reporting.html.pages import write_compare_html
 
-    try:
-        path = write_compare_html(compare_report(args, "compare-html"), args.output)
-    except ReportError as exc:
-        return fail(exc)
-    print(f"wrote {path}")
-    return EXIT_OK
+    return wrote(lambda: write_compare_html(compare_report(args, "compare-html"), args.output))
