@@ -58,12 +58,12 @@ class SandboxAhead:
         """The open sandbox, recorded as the attempt's (or what its start raised)."""
         self.thread.join()
         self.taken = True
+        timings = self.at.found.timings  # a start that raised took its time too (as open_sandbox)
+        timings["sandbox_start"] = round(timings.get("sandbox_start", 0) + self.seconds, 3)
         if self.error is not None:
             raise self.error
         assert self.sandbox is not None
         at, sandbox = self.at, self.sandbox
-        timings = at.found.timings
-        timings["sandbox_start"] = round(timings.get("sandbox_start", 0) + self.seconds, 3)
         at.open_sandboxes.append(sandbox)
         at.environment.setdefault("sandboxes", []).append(
             {"phase": self.phase, "network": self.network, "facts": sandbox.facts()})
