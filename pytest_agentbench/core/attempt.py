@@ -18,6 +18,7 @@ from pytest_agentbench.core.envcache import CacheHold, Claim
 from pytest_agentbench.core.event_sink import EventSink
 from pytest_agentbench.core.phase_timer import PhaseTimer
 from pytest_agentbench.core.program_install import (
+    DONE_FILE,
     PROGRAM_TARGET,
     ProgramInstallError,
     ensure_installed,
@@ -145,8 +146,20 @@ class Attempt:
             ExtraMount(self.gateway_dir, GATEWAY_TARGET, "AGENTBENCH_GATEWAY_DIR"),)
         if self.needs.program_dir is not None:
             mounts += (ExtraMount(self.needs.program_dir, PROGRAM_TARGET,
-                                  "AGENTBENCH_PROGRAM_DIR"),)
+                                  "AGENTBENCH_PROGRAM_DIR", self._install_key()),)
         return mounts
+
+    def _install_key(self) -> str | None:
+        """What names an installed program's content (its install key and when the install
+        finished): an engine that copies it keeps one copy; a program directory of the user's
+        own may change between runs, so it has none."""
+        if self.needs is None or self.needs.install is None or self.needs.program_dir is None:
+            return None
+        done = self.needs.program_dir / DONE_FILE
+        try:
+            return f"{self.needs.program_dir.name}:{done.stat().st_mtime_ns}"
+        except OSError:
+            return None
 
     # -- harness commands -----------------------------------------------------------------------
     def run_command(

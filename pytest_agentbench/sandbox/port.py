@@ -96,6 +96,9 @@ class ExtraMount:
     host: Path
     target: str
     env: str
+    # the directory's content never changes under this key (an installed program): an engine
+    # that copies it may keep the copy for later sandboxes
+    cache_key: str | None = None
 
 
 @dataclass

@@ -6,7 +6,8 @@ on its engine instead, filled through the Docker archive API before the sandbox 
 workspace, /env, the CA bundle (as /etc/ssl/certs/ca-certificates.crt), the task's pip cache
 (a named volume that stays on the engine between sandboxes, so pip downloads once per engine)
 and the spec's extra mounts (a command agent's program and gateway directory: copies owned by
-root, mounted read-only; a socket is not copied, the model relay goes through the API instead).
+root, mounted read-only; a socket is not copied, the model relay goes through the API instead;
+an installed program is copied once per engine and kept there: sandbox/kept_copies.py).
 A loader container that never starts takes the upload (the sandbox's own /env mount is read-only
 after setup); the top-level directories in the archive give each volume's root its owner.
 `sync_back` copies what the sandbox left in its writable directories back to the host ones when
@@ -42,6 +43,7 @@ from pytest_agentbench.sandbox.docker_containers import (
     remove_volume,
 )
 from pytest_agentbench.sandbox.docker_policy import HOME
+from pytest_agentbench.sandbox.kept_copies import kept_copy
 from pytest_agentbench.sandbox.port import SandboxError, SandboxSpec
 
 CA_DIR = "/etc/ssl/certs"  # the bundle is ca-certificates.crt in it, as the image has it
@@ -106,6 +108,11 @@ class ShippedMounts:
             trees.append(("pip", None))
         root_trees: list[tuple[str, Path | None]] = []
         for i, extra in enumerate(spec.extra_mounts):  # a command agent's program, gateway dir
+            if extra.cache_key is not None:  # an installed program: one copy per engine
+                kept = kept_copy(self.client, image, extra.cache_key, extra.host)
+                self.roles[kept] = f"<{extra.env}>"
+                mounts.append(Mount(extra.target, kept, type="volume", read_only=True))
+                continue
             volume = self._volume(f"extra{i}")
             self.roles[volume] = f"<{extra.env}>"
             loader_mounts.append(Mount(f"{LOADER_ROOT}/extra{i}", volume, type="volume"))
