@@ -138,3 +138,20 @@ def test_ctrl_c_during_the_final_diff_leaves_no_scoring_sandbox(
     left = docker.from_env().containers.list(
         all=True, filters={"label": [f"agentbench.run_id={run_id}"]})
     assert left == []
+
+
+def test_hidden_tests_and_a_regrade_reach_the_sandbox_user_under_a_strict_umask(
+        docker_sandboxes: Any, tmp_path: Path) -> None:
+    """The hidden tests' patch is written into the pre-agent copy after scoring's sandbox
+    opened ahead, as the diff is (the plugin in a subprocess, under umask 077 as root)."""
+    from tests.support.hidden_pack import make_pack, run_variant
+
+    pack = make_pack(tmp_path)
+    old = os.umask(0o077)
+    try:
+        record, _ = run_variant(tmp_path, pack, "oracle", "docker", None,
+                                "--agentbench-regrade=1")
+    finally:
+        os.umask(old)
+    assert record["result"]["passed"] is True, record["result"]
+    assert [r.get("passed") for r in record["result"]["regrades"]] == [True], record["result"]
