@@ -33,7 +33,7 @@ from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
 from tests.support.dockerd import TOOLS, Dockerd, cannot_run_a_container, load_image, new_root
 from tests.support.host_state import HostGuard, HostState, containers, docker
 from tests.support.run_dirs import PytestRun
-from tests.support.tiny_pack import ORACLE_PATCH
+from tests.support.tiny_pack import Pack
 
 SLOW = "sleep 2; grep -qx good value.txt"  # each attempt: two baseline runs and one score run
 
@@ -49,36 +49,14 @@ def docker_engine() -> None:
         pytest.skip(f"needs Docker and the runner image ({exc}); run scripts/bootstrap")
 
 
-def _git(cwd: Path, *args: str) -> str:
-    out = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        cwd=cwd, check=True, capture_output=True, text=True,
-    )
-    return out.stdout.strip()
-
-
 Run = PytestRun
 
 
 def _start(tmp: Path, *extra: str, env_extra: dict[str, str] | None = None) -> Run:
-    root = tmp / "taskpacks"
-    repo = root / "_repos" / "tiny"
-    repo.mkdir(parents=True)
-    _git(repo, "init", "-q")
-    (repo / "value.txt").write_text("bad\n")
-    _git(repo, "add", "value.txt")
-    _git(repo, "commit", "-q", "-m", "broken")
-    commit = _git(repo, "rev-parse", "HEAD")
+    pack = Pack(tmp)
     for task_id in ("slow-a", "slow-b"):
-        task = root / "synth" / task_id / "task.yaml"
-        task.parent.mkdir(parents=True)
-        task.write_text(
-            f"task_spec_version: 1\nid: {task_id}\nsuite: synth\n"
-            f"repo:\n  url: ../../_repos/tiny\n  commit: {commit}\n"
-            f"validation:\n  failing_command: {json.dumps(SLOW)}\n"
-            f"  passing_command: {json.dumps(SLOW)}\n"
-        )
-        (task.parent / "oracle.patch").write_text(ORACLE_PATCH)
+        pack.task(task_id, failing=SLOW, passing=SLOW)
+    root = pack.root
     home, out, log = tmp / "home", tmp / "out", tmp / "pytest.log"
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}

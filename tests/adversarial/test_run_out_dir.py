@@ -7,43 +7,21 @@ On 4a9ba26 each of these ended in an INTERNALERROR traceback (mkdir raising in p
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.support.tiny_pack import Pack
+
 USAGE_ERROR = 4
-
-
-def _git(cwd: Path, *args: str) -> str:
-    out = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        cwd=cwd, check=True, capture_output=True, text=True,
-    )
-    return out.stdout.strip()
 
 
 @pytest.fixture
 def suite(pytester: pytest.Pytester) -> Path:
     """taskpacks/synth with one trivial task on a local repository."""
-    root = pytester.path / "taskpacks"
-    repo = root / "_repos" / "tiny"
-    repo.mkdir(parents=True)
-    _git(repo, "init", "-q")
-    (repo / "value.txt").write_text("bad\n")
-    _git(repo, "add", "value.txt")
-    _git(repo, "commit", "-q", "-m", "broken")
-    task = root / "synth" / "one" / "task.yaml"
-    task.parent.mkdir(parents=True)
-    task.write_text(
-        "task_spec_version: 1\nid: one\nsuite: synth\n"
-        f"repo:\n  url: ../../_repos/tiny\n  commit: {_git(repo, 'rev-parse', 'HEAD')}\n"
-        "validation:\n"
-        f"  failing_command: {json.dumps('grep -qx good value.txt')}\n"
-        f"  passing_command: {json.dumps('grep -qx good value.txt')}\n"
-    )
-    return root
+    pack = Pack(pytester.path)
+    pack.task("one", oracle=False)
+    return pack.root
 
 
 def _entries(root: Path) -> list[str]:

@@ -10,13 +10,13 @@ in any URL, scp-like `user:pw@host:path`, `NAME=value` with a secret-looking NAM
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from pytest_agentbench.text.redaction import Redactor
 from tests.support.run_dirs import run_dirs
+from tests.support.tiny_pack import Pack
 
 # --------------------------------------------------------------------------- the patterns
 
@@ -103,14 +103,6 @@ SETUP = [
 ]
 
 
-def _git(cwd: Path, *args: str) -> str:
-    out = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        cwd=cwd, check=True, capture_output=True, text=True,
-    )
-    return out.stdout.strip()
-
-
 def _task(root: Path, task_id: str, url: str, commit: str, setup: list[str]) -> None:
     path = root / "synth" / task_id / "task.yaml"
     path.parent.mkdir(parents=True)
@@ -126,14 +118,8 @@ def _task(root: Path, task_id: str, url: str, commit: str, setup: list[str]) -> 
 
 @pytest.fixture
 def leaky_run(pytester: pytest.Pytester) -> tuple[Path, str]:
-    root = pytester.path / "taskpacks"
-    repo = root / "_repos" / "tiny"
-    repo.mkdir(parents=True)
-    _git(repo, "init", "-q")
-    (repo / "value.txt").write_text("bad\n")
-    _git(repo, "add", "value.txt")
-    _git(repo, "commit", "-q", "-m", "broken")
-    commit = _git(repo, "rev-parse", "HEAD")
+    pack = Pack(pytester.path)
+    root, commit = pack.root, pack.commit
     # unreachable (port 9 refuses at once): a SETUP_FAILED whose task.yaml still holds the URL
     _task(root, "leaky-url", f"https://alice:{SECRETS['repo']}@127.0.0.1:9/x.git", commit, [])
     _task(root, "leaky-setup", "../../_repos/tiny", commit, SETUP)

@@ -9,7 +9,6 @@ and a session-end step that fails is one line on the terminal, never a lost repo
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ import pytest_agentbench.core.rundir as rundir
 from pytest_agentbench.run.verdict import INFRA_ERROR
 from pytest_agentbench.schemas.records import AttemptRecord
 from tests.support.run_dirs import run_dirs
-from tests.support.tiny_pack import FIXED, ORACLE_PATCH
+from tests.support.tiny_pack import Pack
 
 FRAGMENT = '{"attempt_id": "x", "task_id": "b-task", "resu'  # a record cut mid-write
 
@@ -64,36 +63,13 @@ def test_readers_skip_and_report_a_torn_last_line(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- a real resume
 
 
-def _git(cwd: Path, *args: str) -> str:
-    out = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        cwd=cwd, check=True, capture_output=True, text=True,
-    )
-    return out.stdout.strip()
-
-
 @pytest.fixture
 def suite(pytester: pytest.Pytester) -> Path:
     """taskpacks/synth: two tasks the oracle solves, on one local repository."""
-    root = pytester.path / "taskpacks"
-    repo = root / "_repos" / "tiny"
-    repo.mkdir(parents=True)
-    _git(repo, "init", "-q")
-    (repo / "value.txt").write_text("bad\n")
-    _git(repo, "add", "value.txt")
-    _git(repo, "commit", "-q", "-m", "broken")
-    commit = _git(repo, "rev-parse", "HEAD")
+    pack = Pack(pytester.path)
     for task_id in ("a-task", "b-task"):
-        task = root / "synth" / task_id / "task.yaml"
-        task.parent.mkdir(parents=True)
-        task.write_text(
-            f"task_spec_version: 1\nid: {task_id}\nsuite: synth\n"
-            f"repo:\n  url: ../../_repos/tiny\n  commit: {commit}\n"
-            f"validation:\n  failing_command: {json.dumps(FIXED)}\n"
-            f"  passing_command: {json.dumps(FIXED)}\n"
-        )
-        (task.parent / "oracle.patch").write_text(ORACLE_PATCH)
-    return root
+        pack.task(task_id)
+    return pack.root
 
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:

@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from pytest_agentbench.reporting.html.run_page import write_html
 
@@ -20,22 +17,8 @@ try:  # the browser test needs it; a missing package skips (or fails under CI) b
     from playwright.sync_api import expect
 except ImportError:  # pragma: no cover
     expect = None  # type: ignore[assignment]
+from tests.support.browser import launch, require_browser
 from tests.support.synthetic import make_record, write_artifacts, write_run
-
-CHROMIUM = os.environ.get("AGENTBENCH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
-
-
-def _require_browser() -> Any:
-    if not Path(CHROMIUM).exists() and not os.environ.get("CI"):
-        pytest.skip(f"Chromium not found at {CHROMIUM} (install Debian's `chromium`); "
-                    "this test never skips under CI")
-    if not os.environ.get("CI"):
-        pytest.importorskip("playwright.sync_api")
-    from playwright.sync_api import sync_playwright
-
-    return sync_playwright
 
 
 def _run(tmp_path: Path) -> Path:
@@ -80,14 +63,14 @@ def _run(tmp_path: Path) -> Path:
 
 
 def test_html_report_renders_and_drill_down_opens(tmp_path: Path) -> None:
-    sync_playwright = _require_browser()
+    sync_playwright = require_browser()
     run = _run(tmp_path)
     page_path = write_html(run)
     console: list[str] = []
     errors: list[str] = []
     remote: list[str] = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        browser = launch(p)
         try:
             page = browser.new_page()
             page.on("console", lambda m: console.append(f"{m.type}: {m.text}")
@@ -210,7 +193,7 @@ def test_paired_compare_and_index_pages(tmp_path: Path) -> None:
     from pytest_agentbench.reporting.load import load_runs
     from pytest_agentbench.reporting.paired import compare
 
-    sync_playwright = _require_browser()
+    sync_playwright = require_browser()
     root = tmp_path / "out"
     paths = _pair_runs(root)
     index = write_index(root)
@@ -225,7 +208,7 @@ def test_paired_compare_and_index_pages(tmp_path: Path) -> None:
     remote: list[str] = []
     shots = Path(os.environ.get("AGENTBENCH_SHOTS", "/tmp"))
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        browser = launch(pw)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             _watch(page, errors, console, remote)

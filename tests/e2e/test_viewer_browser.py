@@ -11,7 +11,6 @@ to $AGENTBENCH_SHOTS when it is set. Skipped only when Chromium is absent outsid
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -19,10 +18,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from pytest_agentbench.viewer.server import Viewer
+from tests.support.browser import launch, require_browser
 from tests.support.plugin_runs import PluginRunner, python_m_pytest
 from tests.support.viewer_roots import EVIL_COMMAND, EVIL_TASK, EVIL_VARIANT, LiveRun, paired_root
 
@@ -31,33 +30,19 @@ try:
 except ImportError:  # pragma: no cover
     expect = None  # type: ignore[assignment]
 
-CHROMIUM = os.environ.get("AGENTBENCH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
 SHOTS = os.environ.get("AGENTBENCH_SHOTS")
-
-
-def _require_browser() -> Any:
-    if not Path(CHROMIUM).exists() and not os.environ.get("CI"):
-        pytest.skip(f"Chromium not found at {CHROMIUM} (install Debian's `chromium`); "
-                    "this test never skips under CI")
-    if not os.environ.get("CI"):
-        pytest.importorskip("playwright.sync_api")
-    from playwright.sync_api import sync_playwright
-
-    return sync_playwright
 
 
 @contextmanager
 def browser_page(root: Path) -> Iterator[tuple[Any, str, list[str]]]:
     """A page, the viewer's URL and the problems seen (console errors and warnings, page
     errors, any request that left the viewer's origin)."""
-    sync_playwright = _require_browser()
+    sync_playwright = require_browser()
     viewer = Viewer(root, port=0).start()
     problems: list[str] = []
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+            browser = launch(p)
             try:
                 context = browser.new_context(viewport={"width": 1400, "height": 900})
                 context.set_default_timeout(15_000)

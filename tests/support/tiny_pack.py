@@ -77,6 +77,7 @@ class Pack:
         task_id: str,
         *,
         failing: str = FIXED,
+        passing: str = FIXED,
         labels: tuple[str, ...] = (),
         quarantine: str | None = None,
         oracle: bool = True,
@@ -96,7 +97,7 @@ class Pack:
             "  tool_timeout_sec: 30",
             "validation:",
             f"  failing_command: {json.dumps(failing)}",
-            f"  passing_command: {json.dumps(FIXED)}",
+            f"  passing_command: {json.dumps(passing)}",
         ]
         if quarantine:
             lines.append(f"quarantine: {json.dumps(quarantine)}")
