@@ -103,8 +103,8 @@ def _program(tmp: Path) -> Path:
     return program
 
 
-def _run(tmp: Path, engine: Any, variant: str,
-         server: FakeOpenAIServer) -> tuple[subprocess.CompletedProcess[str], Path, str]:
+def _run(tmp: Path, engine: Any, variant: str, server: FakeOpenAIServer,
+         *extra: str) -> tuple[subprocess.CompletedProcess[str], Path, str]:
     """One attempt of TASK under `variant` on the second engine; the run's output, its
     directory and the tail of every log of the attempt (for an assertion's message)."""
     env = {k: v for k, v in os.environ.items()
@@ -117,7 +117,7 @@ def _run(tmp: Path, engine: Any, variant: str,
          "--agentbench-suite", "custom-dev", f"--agentbench-taskpacks={ROOT / 'taskpacks'}",
          f"--agentbench-out={out}", "-k", TASK, f"--agentbench-variant={variant}",
          f"--agentbench-engine={engine.context}", "--agentbench-env-cache=none",
-         "--agentbench-base-url", server.base_url, "--agentbench-model", "some/model"],
+         "--agentbench-base-url", server.base_url, "--agentbench-model", "some/model", *extra],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
     (run_dir,) = run_dirs(out)
     logs = "".join(p.read_text("utf-8", "replace")[-3000:]
@@ -194,23 +194,31 @@ def test_a_command_agent_solves_the_task_on_a_remote_engine_through_the_exec_rel
 
 def test_mini_swe_agent_solves_the_task_on_a_remote_engine(tmp_path: Path,
                                                            second_engine: Any) -> None:
-    """The bundled mini-swe-agent (installed once per image; its ~600 MB venv shipped to the
-    remote sandbox) against the scripted server, through the exec relay."""
+    """The bundled mini-swe-agent (installed once per image) against the scripted server,
+    through the exec relay, twice: its ~600 MB install is shipped to the engine by the first
+    attempt and kept there for the second (sandbox/kept_copies.py)."""
     with FakeOpenAIServer([], default=scripted_bash) as server:
-        proc, run_dir, logs = _run(tmp_path, second_engine, "mini-swe-agent", server)
+        proc, run_dir, logs = _run(tmp_path, second_engine, "mini-swe-agent", server,
+                                   "--agentbench-attempts=2")
         requests = list(server.requests)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:] + logs
-    (line,) = (run_dir / "attempts.jsonl").read_text().splitlines()
-    record = json.loads(line)
-    assert record["result"]["passed"] is True, (record["result"], logs)
-    assert record["usage"]["llm_calls"] == len(requests) == len(COMMANDS)
+    records = [json.loads(x) for x in (run_dir / "attempts.jsonl").read_text().splitlines()]
+    assert len(records) == 2
+    for record in records:
+        assert record["result"]["passed"] is True, (record["result"], logs)
+        assert record["usage"]["llm_calls"] == len(COMMANDS)
+    print("sandbox_start per attempt (s):", [r["timings"]["sandbox_start"] for r in records])
+    assert len(requests) == 2 * len(COMMANDS)
     assert all(r.headers.get("authorization") == f"Bearer {PLANTED_KEY}" for r in requests)
     events = [json.loads(x) for x in (run_dir / "events.jsonl").read_text().splitlines()]
-    assert [e["type"] for e in events].count("llm_response") == len(COMMANDS)
-    environment = json.loads((run_dir / "tasks" / TASK / "meta" /
-                              "environment.json").read_text())
-    assert environment["gateway_transport"]["problem"] is None
+    assert [e["type"] for e in events].count("llm_response") == 2 * len(COMMANDS)
+    for environment in run_dir.glob("tasks/**/meta/environment.json"):
+        facts = json.loads(environment.read_text())
+        assert facts["gateway_transport"]["problem"] is None
+        agent_box = [s for s in facts["sandboxes"] if s["phase"] == "agent"][0]["facts"]
+        assert {"target": "/opt/agentbench/program", "type": "volume", "read_only": True,
+                "source": "<AGENTBENCH_PROGRAM_DIR>"} in agent_box["create_args"]["mounts"]
     leaks = [p for p in run_dir.rglob("*")
              if p.is_file() and PLANTED_KEY in p.read_text("utf-8", "replace")]
     assert leaks == []
-    assert _left(second_engine, run_dir) == []
+    assert _left(second_engine, run_dir) == []  # the kept copy is the engine's, not the run's
