@@ -23,7 +23,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -73,14 +73,6 @@ def _start(tmp: Path, *extra: str, env_extra: dict[str, str] | None = None) -> R
     return Run(proc, out, log)
 
 
-def _wait(what: str, condition: Callable[[], bool], timeout: float, run: Run) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline or run.proc.poll() is not None:
-            raise AssertionError(f"gave up waiting for {what}:\n{run.text()[-4000:]}")
-        time.sleep(0.2)
-
-
 def _session_processes(sid: int) -> list[int]:
     """Processes still alive in the run's session (the controller's and its workers')."""
     alive = []
@@ -116,10 +108,11 @@ def test_sigterm_to_the_xdist_controller_ends_like_ctrl_c(
 ) -> None:
     run = _start(tmp_path, "--agentbench-attempts", "4")
     try:
-        _wait("a first record", lambda: bool(run.out.is_dir() and any(run.out.iterdir())
-                                             and run.records()), 240, run)
+        run.wait_until("a first record",
+                       lambda: bool(run.out.is_dir() and any(run.out.iterdir()) and run.records()),
+                       240)
         run_id = run.run_dir.name
-        _wait("containers of running attempts", lambda: bool(containers(run_id)), 60, run)
+        run.wait_until("containers of running attempts", lambda: bool(containers(run_id)), 60)
         before = len(containers(run_id))
         kept_before = len(run.records())
         sent = time.monotonic()
@@ -189,10 +182,12 @@ def test_engine_lost_mid_run_still_writes_the_reports(
     run = _start(tmp_path, "--agentbench-attempts", "3", f"--agentbench-image={DEFAULT_IMAGE}",
                  env_extra={"DOCKER_HOST": host})
     try:
-        _wait("a first record", lambda: bool(run.out.is_dir() and any(run.out.iterdir())
-                                             and run.records()), 240, run)
+        run.wait_until("a first record",
+                       lambda: bool(run.out.is_dir() and any(run.out.iterdir()) and run.records()),
+                       240)
         run_id = run.run_dir.name
-        _wait("containers of running attempts", lambda: bool(containers(run_id, host)), 60, run)
+        run.wait_until("containers of running attempts",
+                       lambda: bool(containers(run_id, host)), 60)
         before, kept_before = len(containers(run_id, host)), len(run.records())
         second_dockerd.stop()  # the engine goes away mid-run
         code = run.proc.wait(timeout=600)

@@ -14,8 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -113,14 +111,6 @@ def test_one_run_over_two_engines(tmp_path: Path, second_engine: Any) -> None:
     assert _left(run.run_dir.name, second_engine) == {"local": [], "second": []}
 
 
-def _wait(what: str, condition: Callable[[], bool], timeout: float, run: Run) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline or run.proc.poll() is not None:
-            raise AssertionError(f"gave up waiting for {what}:\n{run.text()[-4000:]}")
-        time.sleep(0.2)
-
-
 def test_an_engine_lost_mid_run_is_retried_on_the_other(tmp_path: Path,
                                                        second_engine: Any) -> None:
     run = _start(tmp_path, second_engine, "-n", "2", "--agentbench-engine=default,slots=1",
@@ -130,10 +120,10 @@ def test_an_engine_lost_mid_run_is_retried_on_the_other(tmp_path: Path,
     second = {"DOCKER_CONFIG": str(second_engine.docker_config),
               "DOCKER_CONTEXT": second_engine.context}
     try:
-        _wait("a sandbox on the second engine",
-              lambda: bool(run.out.is_dir() and run_dirs(run.out) and docker(
-                  "ps", "-q", "--filter", f"label=agentbench.run_id={run.run_dir.name}",
-                  env=second).split()), 300, run)
+        run.wait_until("a sandbox on the second engine",
+                       lambda: bool(run.out.is_dir() and run_dirs(run.out) and docker(
+                           "ps", "-q", "--filter", f"label=agentbench.run_id={run.run_dir.name}",
+                           env=second).split()), 300)
         second_engine.stop()  # mid-attempt
         code = run.wait()
     finally:

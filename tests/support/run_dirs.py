@@ -8,6 +8,8 @@ import json
 import os
 import signal
 import subprocess
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +48,15 @@ class PytestRun:
 
     def text(self) -> str:
         return self.log.read_text("utf-8", "replace") if self.log.exists() else ""
+
+    def wait_until(self, what: str, condition: Callable[[], bool], timeout: float) -> None:
+        """Poll `condition` until it holds; an AssertionError with the log's tail when the run
+        ends first or `timeout` seconds pass."""
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise AssertionError(f"gave up waiting for {what}:\n{self.text()[-4000:]}")
+            time.sleep(0.2)
 
     def wait(self, timeout: float = 900) -> int:
         """Its exit status; whatever of its session is left is killed after."""
