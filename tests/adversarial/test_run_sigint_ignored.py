@@ -23,7 +23,12 @@ from typing import Any
 
 import pytest
 
-from tests.support.plugin_runs import PluginRunner, containers_of, python_m_pytest
+from tests.support.plugin_runs import (
+    PluginRunner,
+    containers_of,
+    first_containers,
+    python_m_pytest,
+)
 
 PROMPT_SEC = 60  # from SIGINT to exit, on a loaded machine (it takes a few seconds)
 IGNORING_SIGINT = ["sh", "-c", "trap '' INT; exec \"$@\"", "sh"]
@@ -47,15 +52,9 @@ def test_a_run_started_with_sigint_ignored_stops_on_sigint(
     proc = subprocess.Popen([*IGNORING_SIGINT, *python_m_pytest(args)], cwd=workspace.root,
                             env=workspace.env(), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    run_id, seen, took, output = None, [], 0.0, ""
+    run_id, took, output = None, 0.0, ""
     try:
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline and proc.poll() is None and not seen:
-            runs = list(workspace.out.glob("*/run.json"))
-            if runs:
-                run_id = runs[0].parent.name
-                seen = containers_of(client, run_id)
-            time.sleep(0.2)
+        run_id, seen = first_containers(workspace.out, client, proc, 240)
         assert seen, "no sandbox container appeared before the run ended"
         sent = time.monotonic()
         if whole_group:

@@ -13,7 +13,6 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from tests.support.plugin_runs import (
     RunDir,
     agentbench_args,
     containers_of,
+    first_containers,
     python_m_pytest,
     section_bodies,
     sequence_problems,
@@ -218,15 +218,8 @@ def test_ctrl_c_leaves_no_container(
         start_new_session=True,
     )
     run_id: str | None = None
-    seen: list[str] = []
     try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and proc.poll() is None and not seen:
-            runs = list(workspace.out.glob("*/run.json"))
-            if runs:
-                run_id = runs[0].parent.name
-                seen = containers_of(docker_client, run_id)
-            time.sleep(0.2)
+        run_id, seen = first_containers(workspace.out, docker_client, proc, 180)
         assert seen, "no sandbox container appeared before the run ended"
         # A terminal's Ctrl-C signals the whole foreground process group (controller, xdist
         # workers, their children); `kill -INT <pid>` signals pytest alone.

@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -214,6 +215,22 @@ def containers_of(client: Any, run_id: str) -> list[str]:
     # The low-level list: containers.list() inspects each container and races with removal.
     found = client.api.containers(all=True, filters={"label": f"agentbench.run_id={run_id}"})
     return [c["Id"][:12] for c in found]
+
+
+def first_containers(out: Path, client: Any, proc: subprocess.Popen[str],
+                     timeout: float) -> tuple[str | None, list[str]]:
+    """The id of the run `proc` writes under `out` and its containers, once it has one up;
+    ([], with the run id if known) when none appeared before it ended or `timeout` passed."""
+    run_id: str | None = None
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None and not seen:
+        runs = list(out.glob("*/run.json"))
+        if runs:
+            run_id = runs[0].parent.name
+            seen = containers_of(client, run_id)
+        time.sleep(0.2)
+    return run_id, seen
 
 
 # --------------------------------------------------------------------------- the runner
