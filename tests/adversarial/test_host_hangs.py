@@ -26,6 +26,7 @@ import pytest
 from pytest_agentbench.sandbox.local import LocalSandbox, LocalSandboxFactory
 from pytest_agentbench.sandbox.port import SandboxSpec
 from pytest_agentbench.tools.toolbox import Toolbox, ToolPolicy, ToolResult
+from tests.support.deep_tree import nest_dirs
 
 T = TypeVar("T")
 PATHOLOGICAL_GLOB = "*a*a*a*a*a*a*a*b"
@@ -202,16 +203,7 @@ def test_item4_globs_match_like_before() -> None:
 @pytest.fixture
 def deep_tree(ws: Path) -> Iterator[Path]:
     """1100 nested directories: os.walk recursed once per level (RecursionError)."""
-    fd = os.open(ws, os.O_RDONLY)
-    try:
-        for _ in range(1100):
-            os.mkdir("d", dir_fd=fd)
-            nxt = os.open("d", os.O_RDONLY, dir_fd=fd)
-            os.close(fd)
-            fd = nxt
-    finally:
-        os.close(fd)
-    yield ws / "d"
+    yield nest_dirs(ws, 1100)
     # pytest's tmp_path cleanup (shutil.rmtree) recurses once per level too: remove it here
     try:
         from pytest_agentbench.paths.trees import remove_tree

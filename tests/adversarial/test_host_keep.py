@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.deep_tree import nest_dirs
+
 
 def git(cwd: Path, *args: str, ceiling: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(ceiling), "GIT_PAGER": "cat",
@@ -178,15 +180,7 @@ def test_item5_deep_nesting_and_many_entries_are_bounded(tmp_path: Path) -> None
 
     ws = tmp_path / "repo"
     ws.mkdir()
-    fd = os.open(ws, os.O_RDONLY)
-    try:
-        for _ in range(400):  # deeper than any path the kernel resolves in one go
-            os.mkdir("d", dir_fd=fd)
-            nxt = os.open("d", os.O_RDONLY, dir_fd=fd)
-            os.close(fd)
-            fd = nxt
-    finally:
-        os.close(fd)
+    nest_dirs(ws, 400)  # deeper than any path the kernel resolves in one go
     for i in range(50):
         (ws / f"f{i}").write_text("x")
     report = keep_workspace(ws, tmp_path / "dest", max_entries=30)
