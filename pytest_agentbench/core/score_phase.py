@@ -91,6 +91,8 @@ def _give_to_sandbox_user(at: Attempt, names: tuple[str, ...]) -> None:
     """The files `names` written into the pre-agent copy after its sandbox opened, given to the
     owner that open gave the copy (a root harness's own files, under a umask such as 077, are
     unreadable to the sandbox user: the diff did not apply)."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return  # the open gave nothing away (sandbox/docker.py _prepare_dirs)
     pristine = at.workspace / "pristine"
     owner = os.stat(pristine / ".git", follow_symlinks=False)
     for name in names:
@@ -175,8 +177,9 @@ def _run_scored(
         at.spec.environment.tool_timeout_sec,
         log=log,
         env=env,
+        results_path=path,
     )
-    results, problem = at.collect_results(sandbox, path)
+    results, problem = at.collect_results(sandbox, path, result)
     evidence = ScoringEvidence(
         results=results,
         results_required=wanted,
