@@ -44,6 +44,7 @@ class SandboxPrograms:
             return self._tunnelled(self.sandbox, command, env, timeout_sec, gateway)
         with resources.as_file(resources.files("pytest_agentbench.gateway") / RELAY_NAME) as src:
             shutil.copyfile(src, gateway.socket.parent / RELAY_NAME)
+        self.at.environment["gateway_transport"] = {"kind": "mounted_socket"}
         relayed = (f'exec python3 "$AGENTBENCH_GATEWAY_DIR/{RELAY_NAME}" {gateway.port} '
                    f'"$AGENTBENCH_GATEWAY_DIR/{gateway.socket.name}" -- '
                    f"sh -c {shlex.quote(command)}")
