@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest_agentbench.core.evidence as evidence_mod
 from pytest_agentbench.agents.port import ProgramNeeds
@@ -25,7 +25,13 @@ from pytest_agentbench.core.program_install import (
 )
 from pytest_agentbench.core.recording import RecordingToolbox
 from pytest_agentbench.core.rundir import AttemptPaths
-from pytest_agentbench.sandbox.port import ExecResult, ExtraMount, Sandbox, SandboxFactory
+from pytest_agentbench.sandbox.port import (
+    ExecResult,
+    ExtraMount,
+    FileCollecting,
+    Sandbox,
+    SandboxFactory,
+)
 from pytest_agentbench.schemas.events import CommandFinished
 from pytest_agentbench.schemas.taxonomy import Reason
 from pytest_agentbench.text.signatures import sha256
@@ -170,10 +176,17 @@ class Attempt:
         timeout: float,
         log: str | None = None,
         env: dict[str, str] | None = None,
+        results_path: str = "",
     ) -> ExecResult:
         """Run a harness command (setup, capture, baseline, scoring); its output goes to
-        logs/<log or phase>_{stdout,stderr}.txt (redacted) and a `command_finished` event."""
-        result = sandbox.exec(command, timeout_sec=max(1.0, timeout), env=env)
+        logs/<log or phase>_{stdout,stderr}.txt (redacted) and a `command_finished` event.
+        `results_path`: the results file it writes, read back in the same exec where the sandbox
+        can (ExecResult.file_read; `collect_results` reads it otherwise)."""
+        if results_path and getattr(sandbox, "collects_files", False):
+            result = cast(FileCollecting, sandbox).exec(
+                command, timeout_sec=max(1.0, timeout), env=env, collect_file=results_path)
+        else:
+            result = sandbox.exec(command, timeout_sec=max(1.0, timeout), env=env)
         name = log or phase
         for stream in ("stdout", "stderr"):
             text = getattr(result, f"full_{stream}") or getattr(result, stream)
@@ -206,12 +219,15 @@ class Attempt:
         return path, evidence_mod.results_env(path)
 
     def collect_results(
-        self, sandbox: Sandbox, path: str
+        self, sandbox: Sandbox, path: str, ran: ExecResult | None = None
     ) -> tuple[evidence_mod.JunitResults | None, str | None]:
-        """pytest's results read back from `path` (core/evidence.py), or why they could not be."""
+        """pytest's results read back from `path` (core/evidence.py), or why they could not be;
+        from `ran`, the command that wrote them, when it read them back (`run_command`)."""
         if not path:
             return None, None
         try:
+            if ran is not None and ran.file_read:
+                return evidence_mod.from_bytes(ran.file_content), None
             return evidence_mod.collect(sandbox, path), None
         except evidence_mod.EvidenceError as exc:
             return None, str(exc)

@@ -290,9 +290,10 @@ def _failing_runs(at: Attempt, sandbox: Sandbox, forget: bool = False) -> list[E
             at.spec.environment.tool_timeout_sec,
             log="failing" if i == 0 else f"failing_run{i + 1}",
             env=env,
+            results_path=path if i == 0 else "",
         ))
         if i == 0:
-            at.baseline_results, _ = at.collect_results(sandbox, path)
+            at.baseline_results, _ = at.collect_results(sandbox, path, results[0])
         if forget:
             hidden_tests.forget_results(sandbox, path)
     return results

@@ -5,8 +5,9 @@ hook that exits 0 after pytest reported failures). pytest writes the junit file 
 session-finish hook, so a run cut short by such code leaves no file, and a run whose exit status
 was rewritten afterwards leaves a file that contradicts it. The harness asks for the file through
 `PYTEST_ADDOPTS` (so any pytest invocation writes it, whatever the task's command line) at a
-random path in the scoring sandbox's /tmp, and reads it with a separate command after the test
-process and everything it started have been killed.
+random path in the scoring sandbox's /tmp, and reads it after the test process and everything it
+started have been killed: the Docker sandbox's wrapper reads it back at the end of the same exec
+(sandbox/docker_policy.py COLLECT, a symlink counting as no file), else a command of its own.
 
 What it cannot stop: code under test that knows the harness and rewrites the file from inside the
 pytest process before exiting 0. The protected test infrastructure (core/protection.py) and the
@@ -93,6 +94,16 @@ def collect(sandbox: Sandbox, path: str, timeout_sec: float = 60) -> JunitResult
         return None
     text = result.full_stdout if result.full_stdout is not None else result.stdout
     return parse(text)
+
+
+def from_bytes(data: bytes | None) -> JunitResults | None:
+    """The results from a file's bytes as the sandbox read them back (None: no file), decoded
+    as `collect` decodes a command's output."""
+    if data is None:
+        return None
+    if len(data) > MAX_RESULTS_BYTES:
+        raise EvidenceError(f"results file larger than {MAX_RESULTS_BYTES} bytes")
+    return parse(data.decode("utf-8", errors="replace"))
 
 
 def parse(text: str) -> JunitResults:

@@ -84,10 +84,11 @@ class OutputBuffer:
             return 0
         return self.newlines + (0 if self.last_byte == b"\n" else 1)
 
-    def pop_trailer(self, prefix: bytes) -> bytes | None:
-        """Remove and return the final `prefix...` line if the stream ends with one."""
+    def pop_trailer(self, prefix: bytes, window: int = 512) -> bytes | None:
+        """Remove and return the final `prefix...` line if the stream ends with one within its
+        last `window` bytes."""
         tail = b"".join(self.tail)
-        end = (bytes(self.head[-512:]) + tail)[-512:]
+        end = (bytes(self.head[-window:]) + tail)[-window:]
         at = end.rfind(prefix)
         if at < 0 or not end.endswith(b"\n") or b"\n" in end[at + len(prefix):-1]:
             return None

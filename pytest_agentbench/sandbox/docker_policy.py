@@ -71,12 +71,30 @@ OOM_COUNT = r"""oomc() {
 }
 """
 # $1 = budget in seconds, $2 = the command, $3 = RLIMIT_FSIZE in KiB or "", $4 = the workspace to
-# measure (disk.MEASURE, archive engines' disk bound) or "". The nonce leaves the environment
+# measure (disk.MEASURE, archive engines' disk bound) or "", $5 = a file to read back after the
+# command (COLLECT: a results file, read as a separate command would read it) or "". The nonce
+# leaves the environment
 # before anything runs. First the leftovers of an earlier command die (defence in depth: the host
 # reaps too). Job control gives the command its own process group without ignoring SIGINT (as
 # plain `&` would). After it, nothing but builtins run (no fork needed, even with the pids limit
-# reached) but MEASURE's du when $4 is set (its failure reads as "-"), and the trailer is the
-# last thing on the stream.
+# reached) but MEASURE's du when $4 is set (its failure reads as "-") and COLLECT's head and
+# base64 when $5 is set (a failure reads as "-": the host reads the file with a command of its
+# own then), and the trailer is the last thing on the stream.
+# COLLECT: after the command and everything it started are gone, the file $5 on one line of its
+# own before the trailer, nonce first: "." no regular file there (a symlink counts as none), "+"
+# and its first COLLECT_MAX_BYTES + 1 bytes in base64 (more than COLLECT_MAX_BYTES: the host reads
+# it with a command of its own), "-" it could not be read.
+COLLECT_MAX_BYTES = 1024 * 1024
+FILE_MARK = b"\n\x1eagentbench-file:"
+COLLECT = r"""if [ -n "$5" ]; then
+  if [ -L "$5" ] || [ ! -f "$5" ]; then f=.
+  else
+    f=$(set -o pipefail; command -p head -c """ + str(COLLECT_MAX_BYTES + 1) + r""" -- "$5" |
+        command -p base64 -w0) && f=+$f || f=-
+  fi
+  printf '\n\036agentbench-file:%s %s\n' "$n" "$f" >&3
+fi
+"""
 WRAPPER = (
     "exec 3>&2 2>/dev/null\nn=$" + NONCE_VAR + "; unset " + NONCE_VAR + "\n" + REAP + OOM_COUNT
     + r"""reap
@@ -88,7 +106,8 @@ wait "$t"; rc=$?
 reap
 oomc
 d=$4
-""" + MEASURE + r"""printf '\n\036agentbench-end:%s %s %s %s %s\n' "$n" "$rc" "$o0" "$o" "$s" >&3
+""" + MEASURE + COLLECT
+    + r"""printf '\n\036agentbench-end:%s %s %s %s %s\n' "$n" "$rc" "$o0" "$o" "$s" >&3
 exit "$rc"
 """)
 KILL_SCRIPT = REAP + "reap; exit 0\n"

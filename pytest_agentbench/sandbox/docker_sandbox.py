@@ -11,7 +11,10 @@ plain SandboxError. The factory that opens these is in sandbox/docker.py.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
+import dataclasses
 import os
 import posixpath
 import secrets
@@ -60,6 +63,30 @@ class ContainerHost(Protocol):
     def forget(self, container_id: str) -> None: ...
 
 
+# the COLLECT line at its largest: the base64 of COLLECT_MAX_BYTES + 1 bytes, nonce and marks
+COLLECT_WINDOW = 4 * (policy.COLLECT_MAX_BYTES + 3) // 3 + 256
+
+
+def _collected(err: OutputBuffer, nonce: str) -> tuple[bool, bytes | None]:
+    """The wrapper's COLLECT line (docker_policy), taken off the stream: (read, content; None
+    when no regular file was there). Not read: a larger file, one the wrapper could not read, a
+    line missing or malformed; the caller then reads the file with a command of its own."""
+    prefix = policy.FILE_MARK + nonce.encode() + b" "
+    line = err.pop_trailer(prefix, window=COLLECT_WINDOW)
+    if line is None:
+        return False, None
+    value = line[len(prefix):].rstrip(b"\n")
+    if value == b".":
+        return True, None
+    if not value.startswith(b"+"):
+        return False, None
+    try:
+        data = base64.b64decode(value[1:], validate=True)
+    except (binascii.Error, ValueError):
+        return False, None
+    return (True, data) if len(data) <= policy.COLLECT_MAX_BYTES else (False, None)
+
+
 def _drain(stream: Iterator[tuple[bytes | None, bytes | None]], out: OutputBuffer,
            err: OutputBuffer, errors: list[BaseException]) -> None:
     """Reader thread: copy a demultiplexed exec stream into two buffers."""
@@ -100,13 +127,16 @@ class DockerSandbox:
     # -- exec ---------------------------------------------------------------------------------
     def exec(
         self, command: str, *, timeout_sec: float, env: Mapping[str, str] | None = None,
-        cwd: str | None = None, full_output: bool = False,
+        cwd: str | None = None, full_output: bool = False, collect_file: str | None = None,
     ) -> ExecResult:
-        """Run one command; concurrent calls wait their turn (see the module docstring)."""
+        """Run one command; concurrent calls wait their turn (see the module docstring).
+        `collect_file`: a file the wrapper reads back after the command (port.FileCollecting)."""
         with self._lock:
             self._check_usable()
             return self._exec(command, max(float(timeout_sec), 0.001), env, cwd,
-                              full_output or self.spec.full_logs)
+                              full_output or self.spec.full_logs, collect_file)
+
+    collects_files = True
 
     def _file_op(self, command: str, env: dict[str, str], timeout: float) -> ExecResult:
         """One ContainerFiles operation: a command like any other (the lock, the wrapper)."""
@@ -130,10 +160,11 @@ class DockerSandbox:
             raise self._failure("cannot start a process held open", exc) from exc
 
     def _exec(self, command: str, budget: float, env: Mapping[str, str] | None,
-              cwd: str | None, full: bool) -> ExecResult:
+              cwd: str | None, full: bool, collect_file: str | None = None) -> ExecResult:
         nonce = secrets.token_hex(16)
         argv = [self._shell, "-p", "-c", policy.WRAPPER, "agentbench", f"{budget:.3f}", command,
-                self.disk.fsize_kib, self.spec.workdir if self.disk.measures else ""]
+                self.disk.fsize_kib, self.spec.workdir if self.disk.measures else "",
+                collect_file or ""]
         workdir = posixpath.normpath(posixpath.join(self.spec.workdir, cwd or "."))
         cap = FULL_CAPTURE_CAP if full else CAPTURE_CAP
         out, err = OutputBuffer(cap), OutputBuffer(cap)
@@ -161,6 +192,7 @@ class DockerSandbox:
         elapsed = time.monotonic() - start
         trailer = err.pop_trailer(policy.TRAILER + nonce.encode())
         seen = policy.parse_trailer(trailer, nonce)
+        collected = _collected(err, nonce) if collect_file and seen is not None else None
         exit_code = self._exit_code(exec_id)
         if seen is None and not (overran or disk_hit):
             self._reap("its wrapper was killed")  # its processes may still run
@@ -177,9 +209,12 @@ class DockerSandbox:
         if disk_hit or disk_after:
             err.append(self.disk.message(killed=disk_hit).encode())
         oom = seen is not None and seen[1] and not timed_out
-        return build_result(
+        result = build_result(
             exit_code, out, err, int(elapsed * 1000), timed_out=timed_out, oom_killed=oom,
             full_logs=full, disk_limit_exceeded=disk_hit or disk_after, output_lost=lost)
+        if collected is None:
+            return result
+        return dataclasses.replace(result, file_read=collected[0], file_content=collected[1])
 
     def _wait(self, reader: threading.Thread, deadline: float) -> tuple[bool, bool]:
         """Wait for the command's stream to end: (overran the deadline, grew past the disk

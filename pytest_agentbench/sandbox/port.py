@@ -65,6 +65,12 @@ class ExecResult:
     # Docker sometimes drops a short exec's stream (moby/moby#27289, docker-py#2042). Callers
     # that need the output and may safely run the command again do so once.
     output_lost: bool = False
+    # A sandbox that `collects_files` was asked for a file with the command (`collect_file`):
+    # `file_read` when it read it after the command and everything it started had ended, as a
+    # command of its own would (then `file_content` is its bytes, None: no regular file there).
+    # Not read (too large, unreadable, the output lost): the caller reads it itself.
+    file_read: bool = False
+    file_content: bytes | None = None
 
     @property
     def ok(self) -> bool:
@@ -181,6 +187,18 @@ class Sandbox(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class FileCollecting(Protocol):
+    """A sandbox that can read a file back with the command that writes it (its
+    `collects_files` is True): see ExecResult.file_read. One exec instead of two."""
+
+    collects_files: bool
+
+    def exec(
+        self, command: str, *, timeout_sec: float, env: Mapping[str, str] | None = None,
+        cwd: str | None = None, full_output: bool = False, collect_file: str | None = None,
+    ) -> ExecResult: ...
 
 
 class SandboxFactory(Protocol):

@@ -3,6 +3,8 @@ task without setup asks of the engine, command by command, so a change that adds
 the scoring sandbox's early start shows here rather than only as a slower benchmark.
 
 - No `git status` when nothing ran in the workspace since the harness checked it out.
+- pytest's results file is read back by the command that wrote it (sandbox/docker_policy.py
+  COLLECT), not by a command of its own.
 - The pending step's snapshot and the final one are one exec when the step starts from the base.
 - Scoring's sandbox starts while the final diff is taken (core/sandbox_ahead.py), before the
   agent's sandbox is removed; an attempt that ends before scoring takes it leaves no container.
@@ -10,6 +12,7 @@ the scoring sandbox's early start shows here rather than only as a slower benchm
 
 from __future__ import annotations
 
+import secrets
 import threading
 from pathlib import Path
 from typing import Any
@@ -69,11 +72,12 @@ class CountingFactory:
         return getattr(self.inner, name)
 
 
-def run_attempt(factory: Any, tmp_path: Path, agent: Any) -> tuple[Any, list[str]]:
+def run_attempt(factory: Any, tmp_path: Path, agent: Any,
+                run_id: str = "hot") -> tuple[Any, list[str]]:
     task = {t.id: t for t in discover(ROOT / "taskpacks", ["custom-dev"]).tasks}[TASK]
     assert not task.spec.setup.commands and not task.spec.setup.capture
     log = Log()
-    cfg = attempt_config(tmp_path, "hot", image=factory_image(), owner_uid=SANDBOX_UID)
+    cfg = attempt_config(tmp_path, run_id, image=factory_image(), owner_uid=SANDBOX_UID)
     record = AttemptPipeline(task, cfg, CountingFactory(factory, log),
                              MirrorCache(tmp_path / "git"), agent).run()
     return record, log.lines
@@ -106,12 +110,12 @@ def test_an_oracle_attempt_asks_the_engine_for_its_commands_and_little_more(
     assert steps[0] == "open agent"
     agent_execs = [s for s in steps if s.startswith("exec agent")]
     assert agent_execs == [
-        "exec agent command", "exec agent junit", "exec agent command",  # the baseline twice
+        "exec agent command", "exec agent command",  # the baseline twice (results read back)
         "exec agent snapshot", "exec agent snapshot",  # snapshot start, the base tree
         "exec agent snapshot",  # the oracle's step and the final diff, in one
     ], lines
     assert [s for s in steps if s.startswith("exec score")] == [
-        "exec score apply", "exec score command", "exec score junit"], lines
+        "exec score apply", "exec score command"], lines
     # scoring's sandbox was asked for before the final snapshot ran, and so before the agent's
     # sandbox was removed
     assert steps.index("open score") < len(steps) - 1 - steps[::-1].index("exec agent snapshot")
@@ -136,10 +140,11 @@ def test_a_scoring_sandbox_opened_ahead_and_never_used_is_removed(
         docker_sandboxes: Any, tmp_path: Path) -> None:
     import docker
 
-    record, lines = run_attempt(docker_sandboxes, tmp_path, NestedRepoAgent())
+    run_id = f"hot-{secrets.token_hex(4)}"  # its containers alone, whatever else runs
+    record, lines = run_attempt(docker_sandboxes, tmp_path, NestedRepoAgent(), run_id)
     assert record.result.failure_reason == Reason.TOOL_ERROR, record.result
     assert record.result.sub_reason == "WORKSPACE_UNREADABLE"
     assert "open score" in kinds(lines) and "close score" in kinds(lines), lines
     left = docker.from_env().containers.list(
-        all=True, filters={"label": ["agentbench.run_id=hot"]})
-    assert left == []
+        all=True, filters={"label": [f"agentbench.run_id={run_id}"]})
+    assert left == [], [(c.labels, c.status) for c in left]
