@@ -13,6 +13,7 @@ kept-alive connection (as agents' SDKs do); batches of N/5 take turns between th
 machine's load weighs on each alike. Prints medians and the added milliseconds against local.
 
     uv run python scripts/bench_gateway_transport.py [--calls 50] [--second-engine]
+    uv run python scripts/bench_gateway_transport.py --smoke   # 5 calls per mode: it runs, prints
 """
 
 from __future__ import annotations
@@ -99,9 +100,13 @@ def _batch(sandbox: Any, n: int, token: str, socket_path: Path) -> dict[str, lis
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=50)
+    parser.add_argument("--smoke", action="store_true",
+                        help="a tiny size (5 calls per mode, this engine only): it runs and prints")
     parser.add_argument("--second-engine", action="store_true",
                         help="also a second dockerd over TLS (needs root; ~30 s to start)")
     args = parser.parse_args()
+    if args.smoke:
+        args.calls, args.second_engine = 5, False
     per_batch = max(1, args.calls // 5)
     with contextlib.ExitStack() as stack:
         root = Path(tempfile.mkdtemp(prefix="ab-bgt-"))

@@ -51,6 +51,9 @@ FIGURES: dict[str, list[str]] = {
         rf"^\s+exec true\s+local\s+{NUMBER} ms .*remote\s+{NUMBER} ms .*x{NUMBER}",
         rf"^\s+attempt fix-mean-off-by-one \(passed\)\s+local\s+{NUMBER} s .*remote\s+{NUMBER} s",
     ],
+    "bench_gateway_transport.py": [
+        rf"^\s+exec\s+{NUMBER}\s+p90\s+{NUMBER}\s+\+\s*{NUMBER} ms vs local",
+    ],
     "bench_gateway.py": [
         rf"^\s+gateway\s+{NUMBER}\s+p90\s+{NUMBER}\s+\+\s*{NUMBER} ms\s+ratio\s+{NUMBER}",
     ],
