@@ -41,14 +41,14 @@ from harness_attempts import bench_config  # noqa: E402
 
 import pytest_agentbench.core.recording as recording  # noqa: E402
 import pytest_agentbench.llm.client as llm_client  # noqa: E402
-import pytest_agentbench.sandbox.docker_sandbox as docker_sandbox  # noqa: E402
+import pytest_agentbench.sandbox.docker.sandbox as docker_sandbox  # noqa: E402
 import pytest_agentbench.tools.toolbox as toolbox  # noqa: E402
 from pytest_agentbench.agents.variants import Variant, agent_builder  # noqa: E402
 from pytest_agentbench.core.pipeline import AttemptPipeline  # noqa: E402
 from pytest_agentbench.repos.mirror import MirrorCache  # noqa: E402
 from pytest_agentbench.run.hostenv import attempt_defaults  # noqa: E402
-from pytest_agentbench.sandbox.docker import DockerSandboxFactory  # noqa: E402
-from pytest_agentbench.sandbox.image import ensure_image  # noqa: E402
+from pytest_agentbench.sandbox.docker.factory import DockerSandboxFactory  # noqa: E402
+from pytest_agentbench.sandbox.docker.image import ensure_image  # noqa: E402
 from pytest_agentbench.tasks.discovery import discover  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, tool_reply  # noqa: E402
 

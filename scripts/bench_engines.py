@@ -33,9 +33,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pytest_agentbench.sandbox.docker import DockerSandboxFactory  # noqa: E402
-from pytest_agentbench.sandbox.engines import connect, parse_engine  # noqa: E402
-from pytest_agentbench.sandbox.image import DEFAULT_IMAGE, ensure_image  # noqa: E402
+from pytest_agentbench.sandbox.docker.engines import connect, parse_engine  # noqa: E402
+from pytest_agentbench.sandbox.docker.factory import DockerSandboxFactory  # noqa: E402
+from pytest_agentbench.sandbox.docker.image import DEFAULT_IMAGE, ensure_image  # noqa: E402
 from pytest_agentbench.sandbox.port import SandboxSpec  # noqa: E402
 
 LABELS = {"agentbench.bench": "engines"}

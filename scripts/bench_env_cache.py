@@ -45,8 +45,8 @@ from pytest_agentbench.agents.builtin import OracleAgent  # noqa: E402
 from pytest_agentbench.core.envcache import EnvCache  # noqa: E402
 from pytest_agentbench.repos.mirror import MirrorCache  # noqa: E402
 from pytest_agentbench.run.hostenv import owner_uid, pip_cache_dir, resolve_ca_bundle  # noqa: E402
-from pytest_agentbench.sandbox.docker import DockerSandboxFactory  # noqa: E402
-from pytest_agentbench.sandbox.image import ensure_image  # noqa: E402
+from pytest_agentbench.sandbox.docker.factory import DockerSandboxFactory  # noqa: E402
+from pytest_agentbench.sandbox.docker.image import ensure_image  # noqa: E402
 from pytest_agentbench.tasks.discovery import discover  # noqa: E402
 
 SMOKE_TASK = "custom-dev/fix-mean-off-by-one"

@@ -40,8 +40,8 @@ from pytest_agentbench.core.event_sink import EventSink  # noqa: E402
 from pytest_agentbench.gateway import ModelGateway  # noqa: E402
 from pytest_agentbench.gateway.tunnel import TunnelPump, relay_argv  # noqa: E402
 from pytest_agentbench.llm import resolve_model_config  # noqa: E402
-from pytest_agentbench.sandbox.docker import DockerSandboxFactory  # noqa: E402
-from pytest_agentbench.sandbox.image import DEFAULT_IMAGE  # noqa: E402
+from pytest_agentbench.sandbox.docker.factory import DockerSandboxFactory  # noqa: E402
+from pytest_agentbench.sandbox.docker.image import DEFAULT_IMAGE  # noqa: E402
 from pytest_agentbench.sandbox.port import ExtraMount, SandboxSpec  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAIServer, Reply  # noqa: E402
 

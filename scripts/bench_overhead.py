@@ -34,8 +34,8 @@ from pytest_agentbench.agents.builtin import OracleAgent
 from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.repos.sources import resolve_source
 from pytest_agentbench.run.hostenv import SANDBOX_UID
-from pytest_agentbench.sandbox.docker import DockerSandboxFactory
-from pytest_agentbench.sandbox.image import ensure_image
+from pytest_agentbench.sandbox.docker.factory import DockerSandboxFactory
+from pytest_agentbench.sandbox.docker.image import ensure_image
 from pytest_agentbench.sandbox.port import SandboxSpec
 from pytest_agentbench.tasks.discovery import discover
 from pytest_agentbench.tools.toolbox import Toolbox, ToolPolicy

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import docker
 
-from pytest_agentbench.sandbox.docker import DockerSandboxFactory
-from pytest_agentbench.sandbox.image import ensure_image
+from pytest_agentbench.sandbox.docker.factory import DockerSandboxFactory
+from pytest_agentbench.sandbox.docker.image import ensure_image
 from pytest_agentbench.sandbox.port import SandboxSpec
 
 LABELS = {"agentbench.bench": "1"}

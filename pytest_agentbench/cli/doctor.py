@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.sandbox.engine_spec import EngineSpec, parse_engine
+from pytest_agentbench.sandbox.docker.engine_spec import EngineSpec, parse_engine
 
 MIN_FREE_BYTES = 5 * 1024**3
 EGRESS_PROBE = ("python3 -c 'import socket; "
@@ -50,8 +50,8 @@ def run_doctor(build: bool = True, write: Callable[[str], None] | None = None,
 
 def _local_checks(report: Report, build: bool) -> bool:
     """The checks of the controller's own engine; False when its daemon does not answer."""
-    from pytest_agentbench.sandbox.docker import DockerSandboxFactory
-    from pytest_agentbench.sandbox.docker_containers import docker_host
+    from pytest_agentbench.sandbox.docker.containers import docker_host
+    from pytest_agentbench.sandbox.docker.factory import DockerSandboxFactory
     from pytest_agentbench.sandbox.port import SandboxError
 
     factory = DockerSandboxFactory(_client_or_none())
@@ -77,7 +77,7 @@ def _check_engines(report: Report, specs: list[EngineSpec], local_ok: bool, buil
     (not with --no-build). The default engine's line is left out when its daemon check failed
     (that line already says why)."""
     from pytest_agentbench.cli.doctor_engines import check_engine, default_probe_root
-    from pytest_agentbench.sandbox.engines import EngineUnreachable, connect
+    from pytest_agentbench.sandbox.docker.engines import EngineUnreachable, connect
 
     source = None
     if local_ok and build and any(spec.endpoint != "default" for spec in specs):
@@ -136,7 +136,7 @@ def _client_or_none() -> Any:
 
 
 def _check_image(report: Report, build: bool) -> str | None:
-    from pytest_agentbench.sandbox.image import DEFAULT_IMAGE, ensure_image, inspect_image
+    from pytest_agentbench.sandbox.docker.image import DEFAULT_IMAGE, ensure_image, inspect_image
 
     try:
         if build:
@@ -207,9 +207,9 @@ def _check_sandbox(report: Report, factory: Any, image: str) -> None:
 
 def _check_leftovers(report: Report, factory: Any) -> None:
     """Containers of dead runs are leftovers; those of live runs (their creator alive, or
-    another process of their run: docker_containers.in_use) are in use, whoever runs them."""
-    from pytest_agentbench.sandbox.docker_containers import in_use as of_live_run
-    from pytest_agentbench.sandbox.docker_containers import live_runs
+    another process of their run: docker.containers.in_use) are in use, whoever runs them."""
+    from pytest_agentbench.sandbox.docker.containers import in_use as of_live_run
+    from pytest_agentbench.sandbox.docker.containers import live_runs
 
     found = factory.containers({})
     live = live_runs(found)

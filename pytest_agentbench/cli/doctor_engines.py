@@ -14,15 +14,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.sandbox.engines import (
+from pytest_agentbench.sandbox.docker.engines import (
     EngineSpec,
     EngineUnreachable,
     connect,
     engine_info,
     shares_filesystem,
 )
-from pytest_agentbench.sandbox.image import DEFAULT_IMAGE, ImageUnavailable
-from pytest_agentbench.sandbox.image_transfer import ensure_image_on
+from pytest_agentbench.sandbox.docker.image import DEFAULT_IMAGE, ImageUnavailable
+from pytest_agentbench.sandbox.docker.image_transfer import ensure_image_on
 
 PROBE = ("id -u; grep CapEff /proc/self/status | cut -f2; "
          "python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), timeout=3)' "
@@ -82,7 +82,7 @@ def _transfer(spec: EngineSpec, client: Any, probe_root: Path,
 def isolation_problem(client: Any, image: str) -> str | None:
     """None when a container under the sandbox policy (read-only root, no capabilities, no
     network, the command user not root) holds; else what is wrong, in a few words."""
-    import pytest_agentbench.sandbox.docker_policy as policy
+    import pytest_agentbench.sandbox.docker.policy as policy
     from pytest_agentbench.sandbox.port import SandboxSpec
 
     spec = SandboxSpec(image=image, workspace=Path("/nonexistent"), env_dir=Path("/nonexistent"),
@@ -116,10 +116,10 @@ def gc_engine(spec: EngineSpec, older_than_sec: float | None, force: bool = Fals
               labels: dict[str, str] | None = None) -> str:
     """Remove leftover agentbench containers, then the agentbench volumes that no container uses
     (caches, `agentbench.cache`, are kept), on one engine; neither a container nor a volume of a
-    live run (its creator alive, or another process of its run: docker_containers.in_use)
+    live run (its creator alive, or another process of its run: docker.containers.in_use)
     unless `force`. `labels` narrows it to what carries them. The summary line
     (EngineUnreachable/ValueError when it cannot be reached)."""
-    from pytest_agentbench.sandbox.docker import DockerSandboxFactory
+    from pytest_agentbench.sandbox.docker.factory import DockerSandboxFactory
 
     client = connect(spec, timeout=30)
     try:
@@ -148,7 +148,7 @@ def _gc_volumes(client: Any, older_than_sec: float | None, force: bool = False,
                 labels: dict[str, str] | None = None) -> tuple[int, dict[str, int]]:
     from docker.errors import APIError, NotFound
 
-    from pytest_agentbench.sandbox.docker_containers import in_use, live_runs
+    from pytest_agentbench.sandbox.docker.containers import in_use, live_runs
 
     cutoff = None if older_than_sec is None else time.time() - older_than_sec
     volumes = client.api.volumes(filters={"label": _label_filter(labels)}).get("Volumes") or []

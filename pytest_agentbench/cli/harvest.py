@@ -116,7 +116,7 @@ def _bench(tmp: Path, source: str, gate_runs: int, exploits: bool,
     from pytest_agentbench.repos.mirror import MirrorCache
     from pytest_agentbench.run.factory import sandbox_factory
     from pytest_agentbench.run.hostenv import attempt_defaults
-    from pytest_agentbench.sandbox.image import ensure_image
+    from pytest_agentbench.sandbox.docker.image import ensure_image
 
     sandbox = sandbox or os.environ.get("AGENTBENCH_HARVEST_SANDBOX", "docker")
     sandboxes, mirrors = sandbox_factory(sandbox), MirrorCache()

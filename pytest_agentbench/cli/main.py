@@ -13,7 +13,7 @@ from typing import Any
 
 def _engines(parser: argparse.ArgumentParser, values: list[str] | None) -> list[Any]:
     """The --engine values as EngineSpecs (default: `default`); a usage error, one line, else."""
-    from pytest_agentbench.sandbox.engine_spec import check_unique, parse_engine
+    from pytest_agentbench.sandbox.docker.engine_spec import check_unique, parse_engine
 
     try:
         specs = [parse_engine(value) for value in values or ["default"]]
@@ -31,7 +31,7 @@ def _doctor(args: argparse.Namespace) -> int:
 
 def _gc(args: argparse.Namespace) -> int:
     from pytest_agentbench.cli.doctor_engines import gc_engine
-    from pytest_agentbench.sandbox.engines import EngineUnreachable
+    from pytest_agentbench.sandbox.docker.engines import EngineUnreachable
 
     labels: dict[str, str] = {}
     for value in args.label or []:
@@ -50,7 +50,7 @@ def _gc(args: argparse.Namespace) -> int:
 
 
 def _image_build(args: argparse.Namespace) -> int:
-    from pytest_agentbench.sandbox.image import ImageBuildError, ensure_image
+    from pytest_agentbench.sandbox.docker.image import ImageBuildError, ensure_image
 
     try:
         info = ensure_image(base=args.base, force=args.force)

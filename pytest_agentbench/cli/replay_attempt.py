@@ -171,7 +171,7 @@ def _run_attempt(task: LoadedTask, record: dict[str, Any], script: Path, out: Pa
 def _image(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
     if args.sandbox == "local":
         return {"name": "local", "id": None, "digest": None}
-    from pytest_agentbench.sandbox.image import (
+    from pytest_agentbench.sandbox.docker.image import (
         DOCKER_CLI_MISSING,
         ImageBuildError,
         ensure_image,

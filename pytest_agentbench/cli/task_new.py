@@ -69,7 +69,7 @@ def task_new(args: argparse.Namespace) -> int:
     from pytest_agentbench.harvest.single import Request, TaskNewError, make_task
     from pytest_agentbench.repos.gitcmd import GitFailed, RepoError, run_git
     from pytest_agentbench.repos.mirror import MirrorCache
-    from pytest_agentbench.sandbox.image import ImageBuildError
+    from pytest_agentbench.sandbox.docker.image import ImageBuildError
 
     def fail(message: str, code: int) -> int:
         print(f"agentbench task new: {message}", file=sys.stderr)

@@ -88,7 +88,7 @@ def validate_tasks(args: argparse.Namespace) -> int:
         return _check_statically(tasks, len(loaded.problems))
     from pytest_agentbench.agents.exploit_tries import TRIES
     from pytest_agentbench.run.validation import validate_task
-    from pytest_agentbench.sandbox.image import ImageBuildError
+    from pytest_agentbench.sandbox.docker.image import ImageBuildError
 
     unknown = sorted(set(args.exploit or ()) - set(TRIES) - {"none"})
     if unknown:
@@ -234,7 +234,7 @@ def _throwaway_run(
     from pytest_agentbench.repos.mirror import MirrorCache
     from pytest_agentbench.run.factory import sandbox_factory
     from pytest_agentbench.run.hostenv import attempt_defaults
-    from pytest_agentbench.sandbox.image import ensure_image
+    from pytest_agentbench.sandbox.docker.image import ensure_image
 
     sandboxes, mirrors = sandbox_factory(kind), MirrorCache()
     if kind == "local":

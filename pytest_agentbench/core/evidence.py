@@ -7,7 +7,7 @@ was rewritten afterwards leaves a file that contradicts it. The harness asks for
 `PYTEST_ADDOPTS` (so any pytest invocation writes it, whatever the task's command line) at a
 random path in the scoring sandbox's /tmp, and reads it after the test process and everything it
 started have been killed: the Docker sandbox's wrapper reads it back at the end of the same exec
-(sandbox/docker_policy.py COLLECT, a symlink counting as no file), else a command of its own.
+(sandbox/docker/policy.py COLLECT, a symlink counting as no file), else a command of its own.
 
 What it cannot stop: code under test that knows the harness and rewrites the file from inside the
 pytest process before exiting 0. The protected test infrastructure (core/protection.py) and the

@@ -92,7 +92,7 @@ def _give_to_sandbox_user(at: Attempt, names: tuple[str, ...]) -> None:
     owner that open gave the copy (a root harness's own files, under a umask such as 077, are
     unreadable to the sandbox user: the diff did not apply)."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        return  # the open gave nothing away (sandbox/docker.py _prepare_dirs)
+        return  # the open gave nothing away (sandbox/docker/factory.py _prepare_dirs)
     pristine = at.workspace / "pristine"
     owner = os.stat(pristine / ".git", follow_symlinks=False)
     for name in names:

@@ -19,7 +19,7 @@ from pytest_agentbench.schemas.records import Result
 from pytest_agentbench.schemas.taxonomy import Reason
 from pytest_agentbench.text.signatures import signature
 
-HARNESS_KILL = "killed by the harness"  # SandboxExited.status (sandbox/docker_sandbox.py)
+HARNESS_KILL = "killed by the harness"  # SandboxExited.status (sandbox/docker/sandbox.py)
 
 
 @dataclass(frozen=True)

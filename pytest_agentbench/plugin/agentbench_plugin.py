@@ -57,7 +57,7 @@ from pytest_agentbench.run.sigterm import (
 from pytest_agentbench.run.state import ResumeError, RunState, start_run
 from pytest_agentbench.run.verdict import INFRA_ERROR
 from pytest_agentbench.run.writer import AttemptLog
-from pytest_agentbench.sandbox.image import ImageUnavailable, RunnerImage, runner_image
+from pytest_agentbench.sandbox.docker.image import ImageUnavailable, RunnerImage, runner_image
 from pytest_agentbench.schemas.records import attempt_key
 from pytest_agentbench.tasks.loader import TASK_FILE, LoadedTask
 from pytest_agentbench.text.redaction import Redactor

@@ -1,13 +1,13 @@
 """Which Docker engine runs an attempt: the run's engines, their slots, and leases on them.
 
-The controller resolves `--agentbench-engine` once (sandbox/engines.py: reach each engine, put
-the runner image on it, decide bind or archive transfer) into `EnginePlan`s that travel to the
+The controller resolves `--agentbench-engine` once (sandbox/docker/engines.py: reach each engine,
+put the runner image on it, decide bind or archive transfer) into `EnginePlan`s that travel to the
 xdist workers as plain data. Each attempt then leases a slot of one engine for its whole life (all
 its phases run there): slots are lock files under the run's work root, shared by every worker on
 this machine, so an engine with `slots=N` never runs more than N attempts of the run at once,
-whatever `-n` is. A worker tries the engines in an order rotated by its number (workers spread
-over the engines), takes the first free slot, and waits when every slot is taken. An engine
-without a slot count takes any number of attempts (`default` alone behaves as before).
+whatever `-n` is. A worker tries the engines in an order rotated by its number (workers spread over
+the engines), takes the first free slot, and waits when every slot is taken. An engine without a
+slot count takes any number of attempts (`default` alone behaves as before).
 
 A lease can exclude engines (the ones an attempt already lost): the retry of an attempt whose
 engine went away (`--agentbench-retry-infra`) runs elsewhere.
@@ -189,8 +189,8 @@ class EnginePool:
 def _make_factory(plan: EnginePlan) -> Any:
     """The engine's factory; it connects on first use (inside an attempt, so an engine that is
     gone costs that attempt an ENGINE_LOST record, which a retry can take elsewhere)."""
-    from pytest_agentbench.sandbox.docker import DockerSandboxFactory
-    from pytest_agentbench.sandbox.engines import EngineUnreachable, connect, parse_engine
+    from pytest_agentbench.sandbox.docker.engines import EngineUnreachable, connect, parse_engine
+    from pytest_agentbench.sandbox.docker.factory import DockerSandboxFactory
 
     def reach() -> Any:
         try:

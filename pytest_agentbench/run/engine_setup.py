@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.run.engine_pool import EnginePlan
-from pytest_agentbench.sandbox.image import ImageUnavailable, RunnerImage
+from pytest_agentbench.sandbox.docker.image import ImageUnavailable, RunnerImage
 
 Facts = list[dict[str, Any]]
 
@@ -25,8 +25,8 @@ def plan_engines(texts: tuple[str, ...], image: RunnerImage, probe_root: Path,
                  log: Callable[[str], None] | None = None) -> tuple[list[EnginePlan], Facts]:
     """The plans, and one fact dict per engine for run.json (version, image, transfer, how
     long the checks took). ImageUnavailable (one line) when an engine cannot be used."""
-    from pytest_agentbench.sandbox.engine_spec import redact_url
-    from pytest_agentbench.sandbox.engines import (
+    from pytest_agentbench.sandbox.docker.engine_spec import redact_url
+    from pytest_agentbench.sandbox.docker.engines import (
         EngineUnreachable,
         connect,
         default_slots,
@@ -34,7 +34,7 @@ def plan_engines(texts: tuple[str, ...], image: RunnerImage, probe_root: Path,
         parse_engine,
         shares_filesystem,
     )
-    from pytest_agentbench.sandbox.image_transfer import ensure_image_on
+    from pytest_agentbench.sandbox.docker.image_transfer import ensure_image_on
 
     if not texts and _local_default():
         return [EnginePlan("default", "default", None, "bind")], []
@@ -97,8 +97,8 @@ def _send_image(source: Any, client: Any, image_id: str, engine: str) -> str:
 def _local_default() -> bool:
     """The current engine (DOCKER_HOST, else the current Docker context, as the docker CLI
     picks it) is on this machine's socket: today's default, bind mounts without a probe."""
-    from pytest_agentbench.sandbox.engine_spec import parse_engine
-    from pytest_agentbench.sandbox.engine_store import resolve
+    from pytest_agentbench.sandbox.docker.engine_spec import parse_engine
+    from pytest_agentbench.sandbox.docker.engine_store import resolve
 
     try:
         return resolve(parse_engine("default")).url.startswith("unix://")
@@ -109,6 +109,6 @@ def _local_default() -> bool:
 def _source_client() -> Any:
     """The controller's own engine, where the run's image was found or built (the docker CLI's
     current engine, as `runner_image` used it)."""
-    from pytest_agentbench.sandbox.engines import connect, parse_engine
+    from pytest_agentbench.sandbox.docker.engines import connect, parse_engine
 
     return connect(parse_engine("default"), timeout=600)

@@ -50,7 +50,7 @@ def sandbox_factory(kind: str) -> SandboxFactory:
         return LocalSandboxFactory()
     if kind != "docker":
         raise ValueError(f"unknown sandbox kind {kind!r} (expected docker or local)")
-    from pytest_agentbench.sandbox.docker import DockerSandboxFactory
+    from pytest_agentbench.sandbox.docker.factory import DockerSandboxFactory
 
     return DockerSandboxFactory()
 

@@ -85,8 +85,8 @@ def sweep_run(run_id: str, engines: list[EnginePlan] | None = None) -> int:
     the error raised after the others were swept."""
     import docker
 
-    from pytest_agentbench.sandbox.docker import DockerSandboxFactory
-    from pytest_agentbench.sandbox.engines import connect, parse_engine
+    from pytest_agentbench.sandbox.docker.engines import connect, parse_engine
+    from pytest_agentbench.sandbox.docker.factory import DockerSandboxFactory
 
     removed, problems = 0, []
     for plan in engines or [EnginePlan("default", "default", None, "bind")]:

@@ -12,7 +12,7 @@ from typing import Any
 from pytest_agentbench.run.envcaches import open_env_cache
 
 # The runner image's non-root user `agentbench` (pytest_agentbench/runner/Dockerfile says why
-# this uid), the same number as sandbox/docker_policy.SANDBOX_UID, which this module does not
+# this uid), the same number as sandbox/docker/policy.SANDBOX_UID, which this module does not
 # import (no docker here).
 SANDBOX_UID = 70000
 CA_ENV_VARS = ("AGENTBENCH_CA_BUNDLE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")

@@ -202,7 +202,7 @@ def _with_cassette(variant: Variant, replay: Any, paths: _Anchors) -> Variant:
 
 def _engines(given: Any, from_ini: Any) -> tuple[str, ...]:
     """The engines as given, each checked (one line naming the bad value), names unique."""
-    from pytest_agentbench.sandbox.engine_spec import check_unique, parse_engine
+    from pytest_agentbench.sandbox.docker.engine_spec import check_unique, parse_engine
 
     from_env = [t for t in re.split(r"[;\n]", os.environ.get(ENGINES_VAR, ""))]
     texts = [str(t).strip() for t in (given or from_ini or from_env) if str(t).strip()]

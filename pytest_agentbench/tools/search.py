@@ -215,7 +215,7 @@ def _search_lines(
 
 def _contents(files: Files, paths: list[str]) -> Iterator[tuple[str, bytes | None]]:
     """(path, searchable bytes or None) for each path: through `read_many` when the files are
-    across a command boundary (sandbox/container_files.py: a batch per command, not a command
+    across a command boundary (sandbox/docker/container_files.py: a batch per command, not a command
     per file), else one read each."""
     read_many = getattr(files, "read_many", None)
     if read_many is not None:

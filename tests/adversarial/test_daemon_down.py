@@ -88,7 +88,7 @@ def test_failed_import_does_not_hang_on_tar(tmp_path: Path) -> None:
     env = _env(tmp_path, PATH=f"{tools}{os.pathsep}{os.environ['PATH']}")
     if os.geteuid() != 0:
         pytest.skip("bootstrapping a local base needs root")
-    code = ("from pytest_agentbench.sandbox.image import ImageBuildError, Log, "
+    code = ("from pytest_agentbench.sandbox.docker.image import ImageBuildError, Log, "
             "bootstrap_local_base\n"
             "try:\n    bootstrap_local_base(Log())\n"
             "except ImageBuildError as exc:\n    print('REFUSED', exc)\n")

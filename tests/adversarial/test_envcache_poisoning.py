@@ -30,7 +30,7 @@ from pytest_agentbench.core.envcache import EnvCache
 from pytest_agentbench.core.pipeline import AttemptPipeline
 from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.run.hostenv import owner_uid
-from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
+from pytest_agentbench.sandbox.docker.image import DEFAULT_IMAGE
 from pytest_agentbench.sandbox.local import LocalSandboxFactory
 from pytest_agentbench.tasks.loader import load_task
 from tests.support.attempts import attempt_config

@@ -29,7 +29,7 @@ from pytest_agentbench.gateway import ModelGateway
 from pytest_agentbench.gateway.tunnel import TunnelPump
 from pytest_agentbench.gateway.tunnel_relay import DATA, EOF, OPEN, READY, encode
 from pytest_agentbench.llm import resolve_model_config
-from pytest_agentbench.sandbox.docker import DockerSandboxFactory
+from pytest_agentbench.sandbox.docker.factory import DockerSandboxFactory
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.support.sandboxes import open_labelled, small_spec
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
+from pytest_agentbench.sandbox.docker.image import DEFAULT_IMAGE
 
 ROOT = Path(__file__).resolve().parents[2]
 DEAD_PID = 999_999_999  # above any pid_max: no such process

@@ -15,7 +15,7 @@ import pytest
 
 import pytest_agentbench.cli.main as agentbench
 from pytest_agentbench.run.settings import build_settings
-from pytest_agentbench.sandbox.engines import EngineUnreachable, connect, parse_engine
+from pytest_agentbench.sandbox.docker.engines import EngineUnreachable, connect, parse_engine
 from tests.support.synthetic import synthetic_records, write_run
 
 PASSWORD = "s3cr3t-Pw-9q"

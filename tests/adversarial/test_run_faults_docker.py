@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from pytest_agentbench.run.verdict import INFRA_ERROR
-from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
+from pytest_agentbench.sandbox.docker.image import DEFAULT_IMAGE
 from tests.support.dockerd import TOOLS, Dockerd, cannot_run_a_container, load_image, new_root
 from tests.support.host_state import HostGuard, HostState, containers, docker
 from tests.support.run_dirs import PytestRun

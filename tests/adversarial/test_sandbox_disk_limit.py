@@ -73,7 +73,7 @@ def test_release_can_keep_the_content(make_docker_sandbox: MakeSandbox, docker_s
 PROVISION_AND_DIE = """
 import os, sys
 from pathlib import Path
-from pytest_agentbench.sandbox.docker import DockerSandboxFactory
+from pytest_agentbench.sandbox.docker.factory import DockerSandboxFactory
 print(DockerSandboxFactory().provision(Path(sys.argv[1]), 16), flush=True)
 os.kill(os.getpid(), 9)
 """
@@ -103,7 +103,7 @@ def test_mounts_of_a_crashed_process_or_a_removed_attempt_are_released(
 
 @pytest.fixture
 def watched_factory() -> Any:
-    from pytest_agentbench.sandbox.docker import DockerSandboxFactory
+    from pytest_agentbench.sandbox.docker.factory import DockerSandboxFactory
 
     factory = DockerSandboxFactory()
     factory._loopfs_problem = "forced by the test (as for a harness that is not root)"

@@ -77,7 +77,7 @@ def test_the_run_end_removes_a_checkout_a_leftover_container_still_writes_to(
     from pytest_agentbench.run.finish import end_run
     from pytest_agentbench.run.hostenv import work_root
     from pytest_agentbench.run.state import RunState
-    from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
+    from pytest_agentbench.sandbox.docker.image import DEFAULT_IMAGE
     from pytest_agentbench.text.redaction import Redactor
 
     run_id = f"leftover-writer-{uuid.uuid4().hex[:8]}"

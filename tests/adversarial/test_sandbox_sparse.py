@@ -57,7 +57,7 @@ def test_tree_size_and_the_env_cache_count_a_sparse_file_at_its_apparent_size(
 
 @pytest.fixture
 def archive_sandboxes(docker_sandboxes: Any) -> Iterator[Any]:
-    from pytest_agentbench.sandbox.docker import DockerSandboxFactory
+    from pytest_agentbench.sandbox.docker.factory import DockerSandboxFactory
 
     factory = DockerSandboxFactory(docker_sandboxes.client, transfer="archive")
     yield factory

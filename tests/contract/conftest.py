@@ -34,8 +34,9 @@ DOCKER_KINDS = ["docker", "docker-archive", REMOTE]  # the isolating ones (isola
 @pytest.fixture(scope="session")
 def docker_archive_sandboxes(docker_sandboxes: Any) -> Iterator[Any]:
     """The local engine, reached as if it were remote: every directory shipped as a volume
-    through the archive API, the file tools run in the container (sandbox/shipped_mounts.py)."""
-    from pytest_agentbench.sandbox.docker import DockerSandboxFactory
+    through the archive API, the file tools run in the container
+    (sandbox/docker/shipped_mounts.py)."""
+    from pytest_agentbench.sandbox.docker.factory import DockerSandboxFactory
 
     factory = DockerSandboxFactory(docker_sandboxes.client, transfer="archive")
     yield factory
@@ -48,8 +49,8 @@ def docker_archive_sandboxes(docker_sandboxes: Any) -> Iterator[Any]:
 def remote_sandboxes(second_engine: Any) -> Iterator[Any]:
     """The tests' second engine (tests/support/engines.py), reached over TLS as a Docker
     context: another daemon that cannot see our directories, so only archive transfer works."""
-    from pytest_agentbench.sandbox.docker import DockerSandboxFactory
-    from pytest_agentbench.sandbox.engines import connect, parse_engine
+    from pytest_agentbench.sandbox.docker.engines import connect, parse_engine
+    from pytest_agentbench.sandbox.docker.factory import DockerSandboxFactory
 
     client = connect(parse_engine(second_engine.context),
                      environ={**os.environ, **second_engine.env()})

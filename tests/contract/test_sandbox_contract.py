@@ -345,9 +345,9 @@ import signal, sys, time
 signal.signal(signal.SIGINT, signal.default_int_handler)
 from pathlib import Path
 from pytest_agentbench.sandbox.port import SandboxSpec
-from pytest_agentbench.sandbox.docker import DockerSandboxFactory
-from pytest_agentbench.sandbox.engines import connect, parse_engine
-from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
+from pytest_agentbench.sandbox.docker.factory import DockerSandboxFactory
+from pytest_agentbench.sandbox.docker.engines import connect, parse_engine
+from pytest_agentbench.sandbox.docker.image import DEFAULT_IMAGE
 ws = Path(sys.argv[1]); ws.mkdir()
 spec = SandboxSpec(image=DEFAULT_IMAGE, workspace=ws, env_dir=ws.parent / "env",
                    labels={"agentbench.interrupt_probe": sys.argv[2]})

@@ -1,4 +1,4 @@
-"""A file read back by the command's own exec (sandbox/docker_policy.py COLLECT): what scoring and
+"""A file read back by the command's own exec (sandbox/docker/policy.py COLLECT): what scoring and
 the baseline read pytest's junit results with, in place of a command of their own. The wrapper
 reads it after the command and everything it started were killed, on a line carrying the exec's
 nonce; a symlink counts as no file; what it cannot read whole (too large, unreadable) it leaves to
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.sandbox.docker_policy import COLLECT_MAX_BYTES
+from pytest_agentbench.sandbox.docker.policy import COLLECT_MAX_BYTES
 from tests.support.sandboxes import open_labelled, small_spec
 
 FILE = "/tmp/agentbench-results-test.xml"

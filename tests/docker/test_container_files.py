@@ -1,9 +1,9 @@
-"""The file tools on an engine that shares no filesystem (sandbox/container_files.py) behave as
-they do host-side (paths/host_files.py): the same workspace, shipped to a sandbox through the
+"""The file tools on an engine that shares no filesystem (sandbox/docker/container_files.py) behave
+as they do host-side (paths/host_files.py): the same workspace, shipped to a sandbox through the
 archive API, answers every operation exactly as the host copy does: the same bytes, the same
 listing, the same refusal (type) for escapes, FIFOs, directories and missing files. Writes and
-removals are compared on two copies of one tree. Large files cross the command-size limits
-(staged writes, chunked reads) intact."""
+removals are compared on two copies of one tree. Large files cross the command-size limits (staged
+writes, chunked reads) intact."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pytest
 
 from pytest_agentbench.paths.deadline import host_deadline
 from pytest_agentbench.paths.host_files import HostFiles
-from pytest_agentbench.sandbox.container_files import ENV_CHUNK, READ_CHUNK
+from pytest_agentbench.sandbox.docker.container_files import ENV_CHUNK, READ_CHUNK
 from pytest_agentbench.sandbox.port import Sandbox
 from tests.support.sandboxes import open_labelled, small_spec
 
@@ -57,7 +57,7 @@ def _outcome(call: Callable[[], Any]) -> tuple[str, Any]:
 
 @pytest.fixture
 def pair(docker_sandboxes: Any, tmp_path: Path) -> Iterator[tuple[HostFiles, Sandbox, Path]]:
-    from pytest_agentbench.sandbox.docker import DockerSandboxFactory
+    from pytest_agentbench.sandbox.docker.factory import DockerSandboxFactory
 
     archive = DockerSandboxFactory(docker_sandboxes.client, transfer="archive")
     spec = small_spec(tmp_path)

@@ -21,7 +21,7 @@ import pytest
 
 from pytest_agentbench.cli.doctor import run_doctor
 from pytest_agentbench.cli.doctor_engines import _gc_volumes, isolation_problem
-from pytest_agentbench.sandbox.engines import (
+from pytest_agentbench.sandbox.docker.engines import (
     EngineUnreachable,
     connect,
     default_slots,
@@ -29,8 +29,8 @@ from pytest_agentbench.sandbox.engines import (
     parse_engine,
     shares_filesystem,
 )
-from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
-from pytest_agentbench.sandbox.image_transfer import ensure_image_on
+from pytest_agentbench.sandbox.docker.image import DEFAULT_IMAGE
+from pytest_agentbench.sandbox.docker.image_transfer import ensure_image_on
 from tests.support.sandboxes import in_ci
 
 LOCAL_SOCKET = "unix:///var/run/docker.sock"

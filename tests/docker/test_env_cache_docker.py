@@ -25,7 +25,7 @@ from pytest_agentbench.core.envcache import EnvCache
 from pytest_agentbench.core.pipeline import AttemptPipeline
 from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.run.hostenv import owner_uid
-from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
+from pytest_agentbench.sandbox.docker.image import DEFAULT_IMAGE
 from pytest_agentbench.tasks.loader import load_task
 from tests.support.attempts import attempt_config
 
@@ -134,7 +134,7 @@ def test_a_view_of_an_entry_is_writable_and_never_writes_through(
     """SandboxFactory.provision_from, each way it can be made: the view starts with the base's
     content and owner, takes writes, deletions and a hard link, and the base never changes; the
     view is gone after release."""
-    from pytest_agentbench.sandbox.docker import DockerSandboxFactory
+    from pytest_agentbench.sandbox.docker.factory import DockerSandboxFactory
     from pytest_agentbench.sandbox.local import LocalSandboxFactory
 
     if how == "overlay" and docker_sandboxes.loopfs_problem() is not None:
@@ -169,7 +169,7 @@ def test_a_view_of_an_entry_is_writable_and_never_writes_through(
 KILLED_HOLDER = """
 import os, sys, time
 from pathlib import Path
-from pytest_agentbench.sandbox.docker import DockerSandboxFactory
+from pytest_agentbench.sandbox.docker.factory import DockerSandboxFactory
 view = Path(sys.argv[1])
 DockerSandboxFactory().provision_from(view, 64, Path(sys.argv[2]))
 print("mounted", flush=True)

@@ -1,4 +1,4 @@
-"""An installed program on an engine that takes archives (sandbox/kept_copies.py): shipped to
+"""An installed program on an engine that takes archives (sandbox/docker/kept_copies.py): shipped to
 the engine once and kept there, root-owned and read-only in every agent sandbox; a copy cut off
 before its marker is filled again; a directory without a cache key is shipped per sandbox.
 The local engine stands in for a remote one (DockerSandboxFactory(transfer="archive"))."""
@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from docker.types import Mount
 
-from pytest_agentbench.sandbox.docker import DockerSandboxFactory
-from pytest_agentbench.sandbox.kept_copies import MARKER, kept_volume_name
+from pytest_agentbench.sandbox.docker.factory import DockerSandboxFactory
+from pytest_agentbench.sandbox.docker.kept_copies import MARKER, kept_volume_name
 from pytest_agentbench.sandbox.port import ExtraMount
 from tests.support.sandboxes import open_labelled, small_spec
 

@@ -41,7 +41,7 @@ class DropStreams:
 
 @pytest.fixture(params=["bind", "archive"])
 def lossy(request: Any, docker_sandboxes: Any, tmp_path: Path) -> Iterator[tuple[Any, DropStreams]]:
-    from pytest_agentbench.sandbox.docker import DockerSandboxFactory
+    from pytest_agentbench.sandbox.docker.factory import DockerSandboxFactory
 
     factory = DockerSandboxFactory(docker_sandboxes.client, transfer=request.param)
     spec = small_spec(tmp_path)

@@ -28,7 +28,7 @@ import pytest
 import requests
 from docker.types import Mount
 
-from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
+from pytest_agentbench.sandbox.docker.image import DEFAULT_IMAGE
 from tests.support.dockerd import BRIDGE_IP, mounts_under
 from tests.support.engine_access import make_certs
 from tests.support.engines import SecondEngine, open_engine

@@ -17,15 +17,15 @@ import pytest
 
 from pytest_agentbench.cli.doctor import run_doctor
 from pytest_agentbench.cli.doctor_engines import check_engine, gc_engine, isolation_problem
-from pytest_agentbench.sandbox.engines import (
+from pytest_agentbench.sandbox.docker.engines import (
     EngineUnreachable,
     connect,
     engine_info,
     parse_engine,
     shares_filesystem,
 )
-from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
-from pytest_agentbench.sandbox.image_transfer import ensure_image_on
+from pytest_agentbench.sandbox.docker.image import DEFAULT_IMAGE
+from pytest_agentbench.sandbox.docker.image_transfer import ensure_image_on
 from tests.support.engine_access import make_certs
 
 pytestmark = pytest.mark.xdist_group("second_engine")
@@ -80,7 +80,7 @@ def test_reached_through_tls_every_way(second_engine: Any, second: docker.Docker
 
 def test_reached_over_ssh(second_engine: Any, second: docker.DockerClient, tmp_path: Path,
                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """The ssh bridge (sandbox/ssh_bridge.py) to the engine, and doctor's whole check through
+    """The ssh bridge (sandbox/docker/ssh_bridge.py) to the engine, and doctor's whole check through
     it: image, filesystem probe, a policy container's exec (hijacked socket over ssh)."""
     for key, value in second_engine.ssh_env().items():
         monkeypatch.setenv(key, value)

@@ -98,7 +98,7 @@ def test_a_bundled_task_in_docker(tmp_path: Path, docker_sandboxes: Any) -> None
     """fix-title-case-small-words: its test uses only some of the small words, so blanking the
     others survives; the score and each mutant's verdict are in the attempt's environment."""
     from pytest_agentbench.run.hostenv import owner_uid
-    from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
+    from pytest_agentbench.sandbox.docker.image import DEFAULT_IMAGE
 
     shared = _shared(tmp_path, image=DEFAULT_IMAGE, owner_uid=owner_uid("docker"))
     task = load_task(ROOT / "taskpacks/custom-dev/fix-title-case-small-words/task.yaml")

@@ -196,7 +196,7 @@ def test_mini_swe_agent_solves_the_task_on_a_remote_engine(tmp_path: Path,
                                                            second_engine: Any) -> None:
     """The bundled mini-swe-agent (installed once per image) against the scripted server,
     through the exec relay, twice: its ~600 MB install is shipped to the engine by the first
-    attempt and kept there for the second (sandbox/kept_copies.py)."""
+    attempt and kept there for the second (sandbox/docker/kept_copies.py)."""
     with FakeOpenAIServer([], default=scripted_bash) as server:
         proc, run_dir, logs = _run(tmp_path, second_engine, "mini-swe-agent", server,
                                    "--agentbench-attempts=2")

@@ -3,7 +3,7 @@ task without setup asks of the engine, command by command, so a change that adds
 the scoring sandbox's early start shows here rather than only as a slower benchmark.
 
 - No `git status` when nothing ran in the workspace since the harness checked it out.
-- pytest's results file is read back by the command that wrote it (sandbox/docker_policy.py
+- pytest's results file is read back by the command that wrote it (sandbox/docker/policy.py
   COLLECT), not by a command of its own.
 - The pending step's snapshot and the final one are one exec when the step starts from the base.
 - Scoring's sandbox starts while the final diff is taken (core/sandbox_ahead.py), before the
@@ -84,7 +84,7 @@ def run_attempt(factory: Any, tmp_path: Path, agent: Any,
 
 
 def factory_image() -> str:
-    from pytest_agentbench.sandbox.image import ensure_image
+    from pytest_agentbench.sandbox.docker.image import ensure_image
     return ensure_image(quiet=True).name
 
 

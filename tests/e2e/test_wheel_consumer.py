@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench import __version__
-from pytest_agentbench.sandbox.image import context_hash, default_context
+from pytest_agentbench.sandbox.docker.image import context_hash, default_context
 from tests.support.plugin_runs import RunDir
 from tests.support.wheels import REPO, build_wheel, outside_env, run, uv_or_skip
 

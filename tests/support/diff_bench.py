@@ -94,7 +94,7 @@ class Bench:
         )
 
     def open(self, workspace: Path) -> Sandbox:
-        from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
+        from pytest_agentbench.sandbox.docker.image import DEFAULT_IMAGE
 
         env_dir = self.root / f"env-{uuid.uuid4().hex[:6]}"
         env_dir.mkdir()

@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
+from pytest_agentbench.sandbox.docker.image import DEFAULT_IMAGE
 from tests.support.host_state import docker
 
 HIDDEN = ("/tmp", "/work", "/root", "/home", "/var/tmp")  # where a controller keeps its work

@@ -128,7 +128,7 @@ def missing_tools() -> list[str]:
 @pytest.fixture(scope="session")
 def second_engine(docker_sandboxes: object) -> Iterator[SecondEngine]:
     """The session's second engine with the runner image (module docstring)."""
-    from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
+    from pytest_agentbench.sandbox.docker.image import DEFAULT_IMAGE
 
     missing = missing_tools()
     if os.geteuid() != 0 or missing:

@@ -34,7 +34,7 @@ MakeSandbox = Callable[..., Any]
 
 def small_spec(tmp_path: Path, **overrides: Any) -> SandboxSpec:
     """A one-CPU runner-image sandbox on a fresh `tmp_path/workspace` (its env dir beside it)."""
-    from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
+    from pytest_agentbench.sandbox.docker.image import DEFAULT_IMAGE
 
     workspace = tmp_path / "workspace"
     workspace.mkdir()
@@ -52,8 +52,8 @@ def in_ci() -> bool:
 def docker_sandboxes() -> Iterator[Any]:
     """A DockerSandboxFactory with the runner image present; skips (fails in CI) without Docker."""
     try:
-        from pytest_agentbench.sandbox.docker import DockerSandboxFactory
-        from pytest_agentbench.sandbox.image import ensure_image
+        from pytest_agentbench.sandbox.docker.factory import DockerSandboxFactory
+        from pytest_agentbench.sandbox.docker.image import ensure_image
 
         factory = DockerSandboxFactory()
         factory.client  # noqa: B018 - pings the daemon

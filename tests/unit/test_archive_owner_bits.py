@@ -1,5 +1,5 @@
 """A directory shipped to a remote engine as a root-owned read-only copy (a command agent's
-program: sandbox/shipped_mounts.py) keeps what its owner could read and run for everyone, and
+program: sandbox/docker/shipped_mounts.py) keeps what its owner could read and run for everyone, and
 no write bit: an install's staging directory is 0700, and the sandbox user, no longer its owner
 there, must still run the program in it."""
 

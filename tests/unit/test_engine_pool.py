@@ -179,7 +179,7 @@ def test_a_try_left_by_an_interrupted_session_is_not_overwritten(tmp_path: Path)
 
 def test_an_engine_never_reached_is_not_called_lost() -> None:
     """A SandboxError before the first connection (a provision refusal) is not ENGINE_LOST."""
-    from pytest_agentbench.sandbox.docker import DockerSandboxFactory
+    from pytest_agentbench.sandbox.docker.factory import DockerSandboxFactory
 
     def never() -> Any:
         raise AssertionError("engine_answers must not connect")

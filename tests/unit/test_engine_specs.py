@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.sandbox.engine_spec import EngineSpec, check_unique, parse_engine
-from pytest_agentbench.sandbox.engine_store import LOCAL_SOCKET, TLSFiles, resolve
+from pytest_agentbench.sandbox.docker.engine_spec import EngineSpec, check_unique, parse_engine
+from pytest_agentbench.sandbox.docker.engine_store import LOCAL_SOCKET, TLSFiles, resolve
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -167,6 +167,6 @@ def test_a_context_pointing_nowhere_usable(tmp_path: Path) -> None:
     ("something new\n  on two lines", "something new on two lines"),
 ])
 def test_unreachable_engines_say_why_in_the_users_terms(raw: str, said: str) -> None:
-    from pytest_agentbench.sandbox.engines import _one_line
+    from pytest_agentbench.sandbox.docker.engines import _one_line
 
     assert _one_line(RuntimeError(raw)).startswith(said)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import pytest_agentbench.run.hostenv as hostenv
-import pytest_agentbench.sandbox.docker_policy as policy
+import pytest_agentbench.sandbox.docker.policy as policy
 
 DOCKERFILE = Path(__file__).resolve().parents[2] / "pytest_agentbench" / "runner" / "Dockerfile"
 

@@ -8,7 +8,7 @@ import subprocess
 import zipfile
 from pathlib import Path
 
-import pytest_agentbench.sandbox.image as image
+import pytest_agentbench.sandbox.docker.image as image
 from pytest_agentbench import __version__
 from tests.support.wheels import REPO, build_wheel, wheel_names
 
@@ -58,6 +58,6 @@ def test_context_hash_ignores_bytecode_litter(tmp_path: Path) -> None:
 
 def test_the_default_context_is_inside_the_package() -> None:
     context = image.default_context()
-    assert context == Path(image.__file__).resolve().parents[1] / "runner"
+    assert context == Path(image.__file__).resolve().parents[2] / "runner"
     assert (context / "Dockerfile").is_file()
     assert not (REPO / "runner").exists()  # one build context, the one that ships

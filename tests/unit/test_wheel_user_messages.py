@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import pytest_agentbench.sandbox.image as image
+import pytest_agentbench.sandbox.docker.image as image
 
 
 def _for_pip_users(message: str) -> None:

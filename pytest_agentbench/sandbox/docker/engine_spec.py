@@ -1,6 +1,6 @@
 """An engine of the pool as the user writes it, parsed without docker (option parsing stays cheap):
 `ENDPOINT[,slots=N][,tls=off][,transfer=bind|archive|auto]`, ENDPOINT being `default`, a Docker
-context name, or a `unix://`, `tcp://` or `ssh://` URL. `sandbox/engines.py` reaches them.
+context name, or a `unix://`, `tcp://` or `ssh://` URL. `sandbox/docker/engines.py` reaches them.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ _LIVE: weakref.WeakSet[SshBridge] = weakref.WeakSet()
 @atexit.register
 def _close_all() -> None:
     """Bridges still open at exit close last: registered when this module is imported, before
-    docker_containers' hooks (which remove containers through them) are (atexit runs LIFO)."""
+    docker.containers' hooks (which remove containers through them) are (atexit runs LIFO)."""
     for bridge in list(_LIVE):
         bridge.close()
 

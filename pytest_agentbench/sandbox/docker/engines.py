@@ -33,15 +33,15 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.transport import UnixHTTPAdapter
 from docker.types import Mount
 
-from pytest_agentbench.sandbox.engine_spec import (
+from pytest_agentbench.sandbox.docker.engine_spec import (
     EngineSpec,
     check_unique,
     parse_engine,
     redact_url,
 )
-from pytest_agentbench.sandbox.engine_store import Endpoint, resolve
+from pytest_agentbench.sandbox.docker.engine_store import Endpoint, resolve
+from pytest_agentbench.sandbox.docker.ssh_bridge import SshBridge
 from pytest_agentbench.sandbox.port import SandboxError
-from pytest_agentbench.sandbox.ssh_bridge import SshBridge
 
 __all__ = ["EngineSpec", "EngineUnreachable", "check_unique", "connect", "default_slots",
            "engine_info", "parse_engine", "shares_filesystem"]
@@ -276,7 +276,7 @@ def shares_filesystem(client: docker.DockerClient, probe_root: Path,
 
 def _any_image(client: docker.DockerClient) -> str | None:
     """The runner image when present, else the smallest image the engine has."""
-    from pytest_agentbench.sandbox.image import DEFAULT_IMAGE
+    from pytest_agentbench.sandbox.docker.image import DEFAULT_IMAGE
 
     try:
         return str(client.api.inspect_image(DEFAULT_IMAGE)["Id"])

@@ -7,7 +7,7 @@ workspace, /env, the CA bundle (as /etc/ssl/certs/ca-certificates.crt), the task
 (a named volume that stays on the engine between sandboxes, so pip downloads once per engine)
 and the spec's extra mounts (a command agent's program and gateway directory: copies owned by
 root, mounted read-only; a socket is not copied, the model relay goes through the API instead;
-an installed program is copied once per engine and kept there: sandbox/kept_copies.py).
+an installed program is copied once per engine and kept there: sandbox/docker/kept_copies.py).
 A loader container that never starts takes the upload (the sandbox's own /env mount is read-only
 after setup); the top-level directories in the archive give each volume's root its owner.
 `sync_back` copies what the sandbox left in its writable directories back to the host ones when
@@ -34,7 +34,7 @@ from pytest_agentbench.sandbox.archives import (
     extract_into,
     tar_chunks,
 )
-from pytest_agentbench.sandbox.docker_containers import (
+from pytest_agentbench.sandbox.docker.containers import (
     DockerErrors,
     failure,
     register,
@@ -42,8 +42,8 @@ from pytest_agentbench.sandbox.docker_containers import (
     remove_container,
     remove_volume,
 )
-from pytest_agentbench.sandbox.docker_policy import HOME
-from pytest_agentbench.sandbox.kept_copies import kept_copy
+from pytest_agentbench.sandbox.docker.kept_copies import kept_copy
+from pytest_agentbench.sandbox.docker.policy import HOME
 from pytest_agentbench.sandbox.port import SandboxError, SandboxSpec
 
 CA_DIR = "/etc/ssl/certs"  # the bundle is ca-certificates.crt in it, as the image has it

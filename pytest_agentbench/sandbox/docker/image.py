@@ -83,7 +83,7 @@ _NOT_CONTEXT_SUFFIXES = (".pyc", ".pyo", ".swp", "~")
 
 def default_context() -> Path:
     """The runner image's build context inside the installed package."""
-    return Path(__file__).resolve().parents[1] / "runner"
+    return Path(__file__).resolve().parents[2] / "runner"
 
 
 def context_files(context: Path) -> list[Path]:

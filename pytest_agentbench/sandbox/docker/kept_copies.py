@@ -28,7 +28,7 @@ from docker.errors import NotFound
 from docker.types import Mount
 
 from pytest_agentbench.sandbox.archives import ArchiveRefused, tar_chunks
-from pytest_agentbench.sandbox.docker_containers import (
+from pytest_agentbench.sandbox.docker.containers import (
     DockerErrors,
     failure,
     register,

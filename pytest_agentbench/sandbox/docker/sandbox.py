@@ -2,11 +2,11 @@
 
 One command at a time per sandbox (a lock): when it ends, every process of the command user in
 the container is killed. docker-py's exec has no timeout, so every command runs under
-docker_policy.WRAPPER (`timeout -k 2`) and the host waits at most `timeout + HOST_GRACE_SEC`
+docker.policy.WRAPPER (`timeout -k 2`) and the host waits at most `timeout + HOST_GRACE_SEC`
 before killing the command's processes itself. The exit status is the wrapper's as the engine saw
 it (exec_inspect): nothing the command prints can decide it, and a killed wrapper reads as 128+n.
 A container that stopped while the engine answers raises SandboxExited, an unreachable engine a
-plain SandboxError. The factory that opens these is in sandbox/docker.py.
+plain SandboxError. The factory that opens these is in sandbox/docker/factory.py.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any, Protocol
 import docker
 
 import pytest_agentbench.sandbox.disk as disk
-import pytest_agentbench.sandbox.docker_policy as policy
+import pytest_agentbench.sandbox.docker.policy as policy
 from pytest_agentbench.paths.files import Files
 from pytest_agentbench.paths.host_files import HostFiles
 from pytest_agentbench.sandbox.capture import (
@@ -38,12 +38,12 @@ from pytest_agentbench.sandbox.capture import (
     build_result,
     parse_facts,
 )
-from pytest_agentbench.sandbox.container_files import ContainerFiles
 from pytest_agentbench.sandbox.disk import DiskGuard
-from pytest_agentbench.sandbox.docker_attach import DockerChannel
-from pytest_agentbench.sandbox.docker_containers import DockerErrors, failure, remove_container
+from pytest_agentbench.sandbox.docker.attach import DockerChannel
+from pytest_agentbench.sandbox.docker.container_files import ContainerFiles
+from pytest_agentbench.sandbox.docker.containers import DockerErrors, failure, remove_container
+from pytest_agentbench.sandbox.docker.shipped_mounts import ShippedMounts
 from pytest_agentbench.sandbox.port import ExecResult, SandboxError, SandboxExited, SandboxSpec
-from pytest_agentbench.sandbox.shipped_mounts import ShippedMounts
 
 HOST_GRACE_SEC = 5.0
 LOST_OUTPUT_NOTE = ("\nagentbench: the Docker engine delivered none of this command's output (a "
@@ -68,7 +68,7 @@ COLLECT_WINDOW = 4 * (policy.COLLECT_MAX_BYTES + 3) // 3 + 256
 
 
 def _collected(err: OutputBuffer, nonce: str) -> tuple[bool, bytes | None]:
-    """The wrapper's COLLECT line (docker_policy), taken off the stream: (read, content; None
+    """The wrapper's COLLECT line (docker.policy), taken off the stream: (read, content; None
     when no regular file was there). Not read: a larger file, one the wrapper could not read, a
     line missing or malformed; the caller then reads the file with a command of its own."""
     prefix = policy.FILE_MARK + nonce.encode() + b" "
@@ -149,7 +149,7 @@ class DockerSandbox:
     def attach(self, argv: list[str], *, env: Mapping[str, str] | None = None) -> DockerChannel:
         """See sandbox.port.Attaching: `argv` started by an exec of its own as the container's
         user (KEEPER_USER; out of reach of the command user's `kill -1` and /proc), its
-        stdin and stdout held open through the engine's API (sandbox/docker_attach.py)."""
+        stdin and stdout held open through the engine's API (sandbox/docker/attach.py)."""
         self._check_usable()
         try:
             exec_id = self._api.exec_create(

@@ -28,7 +28,7 @@ from pytest_agentbench.sandbox.port import EngineLost, SandboxError
 DockerErrors = (DockerException, requests.RequestException, OSError)
 
 _LIVE: dict[str, docker.DockerClient] = {}
-_LIVE_VOLUMES: dict[str, docker.DockerClient] = {}  # sandbox/shipped_mounts.py's
+_LIVE_VOLUMES: dict[str, docker.DockerClient] = {}  # sandbox/docker/shipped_mounts.py's
 _LIVE_LOCK = threading.Lock()
 _atexit_registered = False
 
@@ -127,7 +127,7 @@ def remove_live_volumes() -> int:
     return len(live)
 
 
-OWNER_LABEL = "agentbench.owner"  # docker_policy.OWNER_LABEL: <host>:<pid> of the creator
+OWNER_LABEL = "agentbench.owner"  # docker.policy.OWNER_LABEL: <host>:<pid> of the creator
 RUN_LABEL = "agentbench.run_id"  # core/attempt_config.sandbox_spec's
 
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_agentbench.sandbox.engine_spec import EngineSpec, redact_url
+from pytest_agentbench.sandbox.docker.engine_spec import EngineSpec, redact_url
 
 LOCAL_SOCKET = "unix:///var/run/docker.sock"
 SCHEMES = ("unix://", "tcp://", "ssh://")

@@ -1,8 +1,8 @@
 """The Docker sandbox factory: opens hardened, long-lived containers (DockerSandbox, in
-docker_sandbox) on one engine, bounds their workspaces' disk, and removes what it made.
+docker.sandbox) on one engine, bounds their workspaces' disk, and removes what it made.
 
-The container policy and the command wrapper live in `docker_policy`. Containers are registered
-for removal before they start (docker_containers), and removed at close, at interpreter exit, by
+The container policy and the command wrapper live in `docker.policy`. Containers are registered
+for removal before they start (docker.containers), and removed at close, at interpreter exit, by
 `sweep` and by `gc`.
 """
 
@@ -21,10 +21,10 @@ import docker
 from docker.errors import APIError, ImageNotFound
 
 import pytest_agentbench.sandbox.disk as disk
-import pytest_agentbench.sandbox.docker_policy as policy
+import pytest_agentbench.sandbox.docker.policy as policy
 import pytest_agentbench.sandbox.layers as layers
 from pytest_agentbench.paths.trees import chown_tree, copy_tree
-from pytest_agentbench.sandbox.docker_containers import (
+from pytest_agentbench.sandbox.docker.containers import (
     DockerErrors,
     docker_host,
     engine_answers,
@@ -36,9 +36,9 @@ from pytest_agentbench.sandbox.docker_containers import (
     remove_container,
     remove_volume,
 )
-from pytest_agentbench.sandbox.docker_sandbox import DockerSandbox
+from pytest_agentbench.sandbox.docker.sandbox import DockerSandbox
+from pytest_agentbench.sandbox.docker.shipped_mounts import ShippedMounts
 from pytest_agentbench.sandbox.port import EngineLost, SandboxError, SandboxSpec
-from pytest_agentbench.sandbox.shipped_mounts import ShippedMounts
 
 
 class DockerSandboxFactory:
@@ -48,10 +48,11 @@ class DockerSandboxFactory:
                  engine: str = "default",
                  connect: Callable[[], docker.DockerClient] | None = None) -> None:
         """`transfer`: "bind" mounts the host directories (the engine sees our filesystem);
-        "archive" ships them as volumes through the Docker API (sandbox/shipped_mounts.py), for
-        an engine that does not. `engine`: its name in records and messages. `connect` makes
-        the client on first use (default: docker.from_env()); an engine that does not answer
-        then raises EngineLost where it is first needed, inside an attempt."""
+        "archive" ships them as volumes through the Docker API
+        (sandbox/docker/shipped_mounts.py), for an engine that does not. `engine`: its name in
+        records and messages. `connect` makes the client on first use (default:
+        docker.from_env()); an engine that does not answer then raises EngineLost where it is
+        first needed, inside an attempt."""
         if transfer not in ("bind", "archive"):
             raise ValueError(f"transfer must be bind or archive, not {transfer!r}")
         self._client = client
@@ -153,8 +154,9 @@ class DockerSandboxFactory:
         try:
             data = self.client.api.inspect_image(image)
         except ImageNotFound as exc:
-            raise SandboxError(f"image {image} not found; build it with `agentbench doctor` "
-                               "(or pytest_agentbench.sandbox.image.ensure_image())") from exc
+            raise SandboxError(
+                f"image {image} not found; build it with `agentbench doctor` "
+                "(or pytest_agentbench.sandbox.docker.image.ensure_image())") from exc
         except DockerErrors as exc:
             raise failure(self.client.api, f"cannot inspect image {image}: {exc}") from exc
         digests = data.get("RepoDigests") or []
@@ -289,7 +291,7 @@ class DockerSandboxFactory:
     def gc(self, older_than_sec: float | None = None, force: bool = False,
            labels: Mapping[str, str] | None = None) -> tuple[int, int]:
         """Remove the leftover agentbench containers (label agentbench=1, and `labels`),
-        optionally only the older ones: never one of a live run (docker_containers.in_use)
+        optionally only the older ones: never one of a live run (docker.containers.in_use)
         unless `force`. Returns (removed, kept because in use)."""
         every = self.containers({})  # whether a run is live: from all its containers
         wanted = (labels or {}).items()

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.sandbox.image import (
+from pytest_agentbench.sandbox.docker.image import (
     DEFAULT_IMAGE,
     HASH_LABEL,
     IMAGE_REPO,
