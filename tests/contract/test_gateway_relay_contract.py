@@ -6,8 +6,8 @@ program's own directory is there (read-only to it in a container)."""
 
 from __future__ import annotations
 
-import random
 import shutil
+import socket
 import socketserver
 import tempfile
 import threading
@@ -29,6 +29,13 @@ CLIENT = ("import os, urllib.request; port = os.environ['PORT']; "
           "print(urllib.request.urlopen(f'http://127.0.0.1:{port}/v1/ping', timeout=30)"
           ".read().decode()); print(open(os.environ['AGENTBENCH_PROGRAM_DIR'] + '/tool.txt')"
           ".read().strip())")
+
+
+def free_port() -> int:
+    """A port nothing on this host's loopback listens on now (a random pick may be in use)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 class _Answer(BaseHTTPRequestHandler):
@@ -81,7 +88,7 @@ def test_a_program_reaches_the_gateway_socket_at_the_same_loopback_address(
     program = tmp_path / "program"
     program.mkdir()
     (program / "tool.txt").write_text("the program's own file\n")
-    port = random.randint(20000, 40000)  # the local sandbox shares this host's loopback
+    port = free_port()  # the local sandbox shares this host's loopback
     sandbox = make_sandbox(extra_mounts=(
         ExtraMount(gateway_socket.parent, "/run/agentbench/gateway", "AGENTBENCH_GATEWAY_DIR"),
         ExtraMount(program, "/opt/agentbench/program", "AGENTBENCH_PROGRAM_DIR")))
