@@ -50,7 +50,20 @@ class _Try(TypedDict, total=False):
     artifacts_dir: str | None
 
 
-class _Summary(_Base, total=False):
+class _Resources(TypedDict, total=False):
+    """The resource policy an attempt ran under (reporting/resources.py): a pairing field, and
+    a section of the run's summary."""
+
+    limit_cpu_limit: Annotated[float, _at("limits", "cpu_limit")]
+    limit_mem_limit_mb: Annotated[float, _at("limits", "mem_limit_mb")]
+    limit_pids_limit: Annotated[float | None, _at("limits", "pids_limit")]
+    limit_disk_limit_mb: Annotated[float | None, _at("limits", "disk_limit_mb")]
+    limit_mem_reservation_mb: Annotated[float | None, _at("limits", "mem_reservation_mb")]
+    limit_resources_scale: Annotated[float | None, _at("limits", "resources_scale")]
+    limit_oom_kills: Annotated[float | None, _at("limits", "oom_kills")]
+
+
+class _Summary(_Base, _Resources, total=False):
     duration_sec: float
     summary: Annotated[str, _at("result", "summary")]
     signature: Annotated[list[str], _at("result", "signature")]
@@ -64,7 +77,7 @@ class _Summary(_Base, total=False):
     retried: list[_Try]
 
 
-class _Pairing(_Base, total=False):
+class _Pairing(_Base, _Resources, total=False):
     task_commit: Required[str]
     image_digest: Annotated[str | None, _at("image", "digest")]
     image_id: Annotated[str | None, _at("image", "id")]
@@ -72,14 +85,7 @@ class _Pairing(_Base, total=False):
     limit_timeout_sec: Annotated[float, _at("limits", "timeout_sec")]
     limit_tool_timeout_sec: Annotated[float, _at("limits", "tool_timeout_sec")]
     limit_max_steps: Annotated[float, _at("limits", "max_steps")]
-    limit_cpu_limit: Annotated[float, _at("limits", "cpu_limit")]
-    limit_mem_limit_mb: Annotated[float, _at("limits", "mem_limit_mb")]
     limit_budgets: Annotated[dict[str, Any], _at("limits", "budgets")]
-    limit_pids_limit: Annotated[float | None, _at("limits", "pids_limit")]
-    limit_disk_limit_mb: Annotated[float | None, _at("limits", "disk_limit_mb")]
-    limit_mem_reservation_mb: Annotated[float | None, _at("limits", "mem_reservation_mb")]
-    limit_resources_scale: Annotated[float | None, _at("limits", "resources_scale")]
-    limit_oom_kills: Annotated[float | None, _at("limits", "oom_kills")]
 
 
 class _All(_Summary, _Pairing, total=False):

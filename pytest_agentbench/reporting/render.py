@@ -27,6 +27,7 @@ from pytest_agentbench.reporting.md import pct as pct
 from pytest_agentbench.reporting.md import table as table
 from pytest_agentbench.reporting.paired import PairedReport
 from pytest_agentbench.reporting.resources import describe as describe_resources
+from pytest_agentbench.reporting.resources import show
 
 PAIR_COLUMNS = ["task_id", "attempt_index", "suite", "a_passed", "b_passed", "outcome"]
 GATE_COLUMNS = [
@@ -109,6 +110,7 @@ def summary_markdown(summary: RenderableSummary) -> str:
         ["cost per pass (pass@cost, USD)", num(usage["cost_per_pass_usd"], 4)],
         *_cost_interval_rows(usage.get("cost_per_pass")),
     ]), ""]
+    out += _resource_lines(d.get("resources"))
     if d["pass_at_k"]:
         out += ["## pass@k and pass^k (unbiased estimators)", "",
                 "pass@k: at least one of k attempts passes; pass^k: all k attempts pass "
@@ -230,6 +232,25 @@ def summary_csv(summary: RenderableSummary) -> str:
     buf = io.StringIO()
     summary.tables["scopes"].to_csv(buf, index=False, lineterminator="\n", float_format="%.10g")
     return buf.getvalue()
+
+
+def _resource_lines(policy: dict[str, Any] | None) -> list[str]:
+    """The resource policy the run's attempts ran under (reporting/resources.py run_policy)."""
+    if policy is None:
+        return []
+
+    def values(rows: list[dict[str, Any]]) -> str:
+        if len(rows) == 1:
+            return show(rows[0]["value"])
+        return ", ".join(f"{show(r['value'])} ({r['attempts']} attempts)" for r in rows)
+
+    rows = [[f["field"], values(f["values"])] for f in policy["fields"] if f["values"]]
+    rows += [["resources scale", values(policy["resources_scale"])],
+             ["OOM kills", policy["oom_kills"]]]
+    return ["## Resources", "",
+            f"What the {policy['attempts']} attempts' sandboxes ran under (after "
+            "--agentbench-resources-scale); runs that differ here are paired only with "
+            "--allow-resource-difference.", "", table(["limit", "value"], rows), ""]
 
 
 def render_summary(summary: RenderableSummary, fmt: str) -> str:

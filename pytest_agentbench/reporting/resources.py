@@ -107,6 +107,32 @@ def _value(x: float) -> float | None:
     return None if x == _NONE else float(x)
 
 
+# --- the policy of one run, for its summary -------------------------------------------------
+
+def run_policy(frame: pd.DataFrame) -> dict[str, Any] | None:
+    """What the run's attempts ran under, for its summary: per field (`limits.mem_limit_mb`)
+    each value with the attempts that had it (most first; the reservation "none" when not set),
+    the resource scale(s) and the OOM kills counted. None when no record carries the policy
+    (written before these fields)."""
+    known = frame[frame[_SCALE].notna()]
+    if known.empty:
+        return None
+    fields = []
+    for column in RESOURCE_COLUMNS:
+        values = known[column].fillna(_NONE) if column == "limit_mem_reservation_mb" \
+            else known[column].dropna()
+        counts = values.value_counts(sort=True)
+        fields.append({"field": "limits." + column.removeprefix("limit_"),
+                       "values": [{"value": _value(float(v)), "attempts": int(n)}
+                                  for v, n in counts.items()]})
+    scales = known[_SCALE].value_counts(sort=True)
+    return {"fields": fields,
+            "resources_scale": [{"value": float(v), "attempts": int(n)}
+                                for v, n in scales.items()],
+            "oom_kills": int(known["limit_oom_kills"].fillna(0).sum()),
+            "attempts": len(known)}
+
+
 # --- sensitivity: the pass rate per scale ---------------------------------------------------
 
 def scale_of(run: Run) -> float:

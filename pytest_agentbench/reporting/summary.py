@@ -35,6 +35,7 @@ from pytest_agentbench.reporting.failure_clusters import (
 from pytest_agentbench.reporting.failure_clusters import signature_keys as signature_keys
 from pytest_agentbench.reporting.failure_clusters import signatures as _cluster_signatures
 from pytest_agentbench.reporting.load import CATEGORIES, Run, load_run, paused_gc
+from pytest_agentbench.reporting.resources import run_policy
 from pytest_agentbench.reporting.scope_table import category_codes, scope_table
 from pytest_agentbench.reporting.task_index import TaskIndex
 
@@ -126,6 +127,7 @@ def _summarize(run: Run, infra_as_failure: bool, top: int) -> RunSummary:
         "pass_at_k": clustered.pass_k_rows(per.n[per.n > 0], per.c[per.n > 0]),
         "tasks": _task_rates(df, tasks, per, mask) if several else [],
         **engine_figures(df, scored),  # "engines", "infra_retries"
+        "resources": run_policy(df),
         "warnings": list(run.warnings),
     }
     return RunSummary(data=data, tables={"scopes": scope_table(df, scored, run, tasks)})

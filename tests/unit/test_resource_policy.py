@@ -156,3 +156,30 @@ def test_one_scale_has_no_sensitivity_table(tmp_path: Path) -> None:
     assert report.data["resource_sensitivity"] == []
     assert "Resource" not in render_compare(report, "md")
     assert paired_markdown(compare(runs[0], runs[1]).data).count("resource") == 0
+
+
+def test_the_run_summary_says_what_the_attempts_ran_under(tmp_path: Path) -> None:
+    from pytest_agentbench.reporting.summary import write_summary
+
+    text = write_summary(_run(tmp_path, "half", 2, scale=0.5, cpu=1.0, mem=2048, oom=1)) \
+        .read_text("utf-8")
+    section = text.split("## Resources", 1)[1].split("\n## ", 1)[0]
+    for row in ("| limits.cpu_limit | 1 |", "| limits.mem_limit_mb | 2048 |",
+                "| limits.mem_reservation_mb | none |", "| limits.pids_limit | 512 |",
+                "| limits.disk_limit_mb | 2048 |", "| resources scale | 0.5 |",
+                "| OOM kills | 4 |"):  # the four failing attempts met one each
+        assert row in section, section
+    assert "What the 6 attempts' sandboxes ran under" in section
+    # records written before the policy fields: no section rather than a guess
+    assert "## Resources" not in write_summary(_run(tmp_path, "old", 2)).read_text("utf-8")
+
+
+def test_a_summary_over_attempts_under_two_policies_counts_each(tmp_path: Path) -> None:
+    from pytest_agentbench.reporting.summary import summarize
+
+    run = load_run(_run(tmp_path, "mixed", 6, scale=1.0, mem=4096))
+    frame = run.attempts.copy()
+    frame.loc[frame.index[:2], "limit_mem_limit_mb"] = 2048.0
+    policy = summarize(type(run)(run.path, run.meta, frame, ())).data["resources"]
+    mem = next(f for f in policy["fields"] if f["field"] == "limits.mem_limit_mb")
+    assert mem["values"] == [{"value": 4096.0, "attempts": 4}, {"value": 2048.0, "attempts": 2}]
