@@ -40,7 +40,7 @@ from pytest_agentbench.reporting.frame_codec import Unsupported
 from pytest_agentbench.reporting.frame_codec import decode as _decode
 from pytest_agentbench.reporting.frame_codec import encode as _encode
 
-FORMAT = 1
+FORMAT = 2  # 2: the summary profile parses the resource policy (a format-1 frame has it as NaN)
 MAGIC = b"AGENTBENCH-FRAME\n"
 _LEAD = struct.Struct("<QI")  # after the magic: the JSON header's length and CRC-32
 EDGE = 64 * 1024  # bytes of attempts.jsonl hashed at each end
