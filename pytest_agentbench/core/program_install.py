@@ -77,6 +77,7 @@ def ensure_installed(needs: ProgramNeeds, sandboxes: SandboxFactory, base: Sandb
     root = root or program_cache_root()
     final = root / install_key(base.image, needs.install)
     if (final / DONE_FILE).is_file():
+        _open_to_all(final)
         return replace(needs, program_dir=final), False
     with _locked(root / f"{final.name}.lock"):
         if (final / DONE_FILE).is_file():  # another worker finished it while we waited
@@ -84,12 +85,23 @@ def ensure_installed(needs: ProgramNeeds, sandboxes: SandboxFactory, base: Sandb
         staging = Path(tempfile.mkdtemp(prefix=f"{final.name}.", dir=root))
         try:
             _install(needs.install, sandboxes, base, staging)
+            # mkdtemp made it 0700: a bind engine gives it to the sandbox user, an archive
+            # engine's copy comes back as ours; either way every engine's sandbox user must
+            # reach it (it is mounted read-only, so reading is all it can do)
+            staging.chmod(0o755)
             shutil.rmtree(final, ignore_errors=True)
             staging.rename(final)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
     return replace(needs, program_dir=final), True
+
+
+def _open_to_all(entry: Path) -> None:
+    """An entry installed through an archive engine before installs were opened to every user
+    (root's, 0700): opened now, so the sandbox user can reach it."""
+    if entry.stat().st_mode & 0o005 != 0o005:
+        entry.chmod(0o755)
 
 
 def _install(install: str, sandboxes: SandboxFactory, base: SandboxSpec, staging: Path) -> None:

@@ -81,3 +81,31 @@ def test_a_failed_install_leaves_nothing_and_says_why(
         ensure_installed(ProgramNeeds(install="echo no such package >&2; exit 3"),
                          docker_sandboxes, _base(tmp_path), root)
     assert [p.name for p in root.iterdir() if not p.name.endswith(".lock")] == []
+
+
+def test_a_program_installed_through_an_archive_engine_runs_on_a_bind_one(
+        tmp_path: Path, docker_sandboxes: Any) -> None:
+    """One cache entry per image serves every engine: installed through an engine that takes
+    archives (the staging directory travels and comes back as the harness's own), it must still
+    be usable by the sandbox user where it is bind-mounted. A CI run installed mini-swe-agent
+    through the second engine first, and every local attempt then exited 126."""
+    from pytest_agentbench.sandbox.docker.factory import DockerSandboxFactory
+
+    root = tmp_path / "programs"
+    root.mkdir()
+    base = _base(tmp_path)
+    archive = DockerSandboxFactory(transfer="archive")
+    needs, fresh = ensure_installed(ProgramNeeds(install=INSTALL), archive, base, root)
+    assert fresh and needs.program_dir is not None
+    spec = replace(base, extra_mounts=(ExtraMount(needs.program_dir, PROGRAM_TARGET,
+                                                  "AGENTBENCH_PROGRAM_DIR"),))
+    sandbox = docker_sandboxes.open(spec)
+    try:
+        ran = sandbox.exec('"$AGENTBENCH_PROGRAM_DIR/bin/hi"', timeout_sec=60)
+    finally:
+        sandbox.close()
+    assert ran.exit_code == 0 and f"hello from {PROGRAM_TARGET}" in ran.stdout, ran
+    needs.program_dir.chmod(0o700)  # an entry made so before the fix is opened when found
+    again, fresh = ensure_installed(ProgramNeeds(install=INSTALL), docker_sandboxes, base, root)
+    assert not fresh and again.program_dir == needs.program_dir
+    assert needs.program_dir.stat().st_mode & 0o777 == 0o755
