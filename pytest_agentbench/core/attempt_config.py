@@ -11,7 +11,7 @@ from typing import Any
 
 from pytest_agentbench.core.envcache import EnvCache
 from pytest_agentbench.core.event_sink import EventListener
-from pytest_agentbench.sandbox.port import ExtraMount, SandboxSpec
+from pytest_agentbench.sandbox.port import SESSION_LABEL, ExtraMount, SandboxSpec
 from pytest_agentbench.schemas.task import EnvironmentSpec, TaskSpec
 from pytest_agentbench.text.redaction import Redactor
 from pytest_agentbench.version import harness_version
@@ -136,6 +136,9 @@ def sandbox_spec(
             "agentbench.worker": cfg.shared.worker,
             "agentbench.attempt": str(cfg.attempt_index),
             "agentbench.phase": phase,
+            # two sessions may run under one run name at once (a named run in two projects):
+            # each sweeps only its own containers
+            **({SESSION_LABEL: cfg.shared.session} if cfg.shared.session else {}),
         },
         ca_bundle=cfg.shared.ca_bundle if network and setup else None,
         pip_cache=(pip_cache_dir(cfg.shared.pip_cache, spec)

@@ -17,6 +17,7 @@ from pytest_agentbench.plugin.items import TaskError, failure_text, is_error
 from pytest_agentbench.plugin.workers import worker_id
 from pytest_agentbench.run.envcaches import open_env_cache
 from pytest_agentbench.run.hostenv import owner_uid, pip_cache_dir, work_root
+from pytest_agentbench.sandbox.port import SESSION_LABEL
 
 if TYPE_CHECKING:
     from pytest_agentbench.agents.port import Agent
@@ -50,8 +51,10 @@ def agentbench_sandbox_factory(
         return
     assert state is not None
     worker = worker_id(pytestconfig)
-    own = {"agentbench.run_id": state.run_id, "agentbench.worker": worker}
-    pool = EnginePool(agentbench_config.engines, work_root(state.run_id) / "engine-slots",
+    own = {"agentbench.run_id": state.run_id, "agentbench.worker": worker,
+           SESSION_LABEL: state.session_token}
+    pool = EnginePool(agentbench_config.engines,
+                      work_root(state.run_id, state.session_token) / "engine-slots",
                       prefer=_worker_number(worker), own_labels=own)
     yield pool  # type: ignore[misc]
     for problem in pool.sweep(own):  # the engine is gone: the controller's sweep reports it
@@ -144,7 +147,7 @@ def _shared_attempt_config(
     return SharedAttemptConfig(
         run_id=state.run_id,
         run_dir=state.path,
-        work_root=work_root(state.run_id),
+        work_root=work_root(state.run_id, state.session_token),
         variant=settings.variant.name,
         variant_config_hash=settings.variant_hash(),
         image=image.name,

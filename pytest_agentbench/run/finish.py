@@ -46,9 +46,11 @@ def end_run(
         ("merge events", lambda: merge_events(state, redactor.redact_record), ""),
         # Containers first: one a killed worker left running still writes into its bind-mounted
         # checkout (a baseline's __pycache__), and removing the tree under it fails (ENOTEMPTY).
-        ("sweep containers", (lambda: sweep_run(state.run_id, engines)) if docker else None,
+        ("sweep containers",
+         (lambda: sweep_run(state.run_id, engines, state.session_token)) if docker else None,
          gc_hint),
-        ("remove work directories", lambda: remove_tree(work_root(state.run_id)), ""),
+        ("remove work directories",
+         lambda: remove_tree(work_root(state.run_id, state.session_token)), ""),
         ("write report_summary.md",
          (lambda: write_reports_notice(state.path, missing)) if missing else
          (lambda: reporting.write_summary(state.path, redactor=redactor)), ""),
@@ -79,10 +81,11 @@ def write_runs_index(run_dir: Path) -> Path:
     return write_index(run_dir.resolve().parent)
 
 
-def sweep_run(run_id: str, engines: list[EnginePlan] | None = None) -> int:
+def sweep_run(run_id: str, engines: list[EnginePlan] | None = None, session: str = "") -> int:
     """Remove every container (and volume) of the run, by label, on each of the run's engines,
-    waiting at most SWEEP_TIMEOUT_SEC per call. An engine that does not answer is named in
-    the error raised after the others were swept."""
+    waiting at most SWEEP_TIMEOUT_SEC per call; with `session`, not another live session's (the
+    same run name in another project at once). An engine that does not answer is named in the
+    error raised after the others were swept."""
     import docker
 
     from pytest_agentbench.sandbox.docker.engines import connect, parse_engine
@@ -97,7 +100,7 @@ def sweep_run(run_id: str, engines: list[EnginePlan] | None = None) -> int:
                 client = connect(parse_engine(plan.spec_text()), timeout=SWEEP_TIMEOUT_SEC)
             try:
                 factory = DockerSandboxFactory(client, transfer=plan.transfer, engine=plan.name)
-                removed += factory.sweep({"agentbench.run_id": run_id})
+                removed += factory.sweep({"agentbench.run_id": run_id}, session=session)
             finally:
                 client.close()
         except Exception as exc:  # noqa: BLE001 - the other engines are still swept

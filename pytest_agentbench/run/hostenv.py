@@ -77,10 +77,12 @@ def private_dir(path: Path, what: str) -> None:
         os.close(fd)
 
 
-def work_root(run_id: str) -> Path:
+def work_root(run_id: str, session: str = "") -> Path:
     """Where a run's per-attempt checkouts live while they run (removed at session end), under
-    the private `work_base()` (WorkRootError when it cannot be trusted)."""
-    return work_base() / run_id
+    the private `work_base()` (WorkRootError when it cannot be trusted); one per pytest
+    `session` when given, so two sessions under one run name (a named run in two projects at
+    once) never remove each other's checkouts."""
+    return work_base() / (f"{run_id}@{session}" if session else run_id)
 
 
 def pip_cache_dir() -> Path:

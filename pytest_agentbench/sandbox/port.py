@@ -40,6 +40,9 @@ class SandboxExited(SandboxError):
         return self.exit_code == 0 and not self.oom_killed
 
 
+SESSION_LABEL = "agentbench.session"  # a sandbox's label: the pytest session that made it
+
+
 @dataclass
 class ExecResult:
     """One command's outcome. `exit_code` is the command's own, as the sandbox observed it (never

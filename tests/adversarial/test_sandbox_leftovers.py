@@ -81,7 +81,7 @@ def test_the_run_end_removes_a_checkout_a_leftover_container_still_writes_to(
     from pytest_agentbench.text.redaction import Redactor
 
     run_id = f"leftover-writer-{uuid.uuid4().hex[:8]}"
-    checkout = work_root(run_id) / "task_variant_0@abc"
+    checkout = work_root(run_id, "t") / "task_variant_0@t"
     checkout.mkdir(parents=True)
     checkout.chmod(0o777)
     writer = "i=0; while :; do i=$((i+1)); mkdir -p d/$i/e; : > d/$i/e/f; done"
@@ -90,7 +90,7 @@ def test_the_run_end_removes_a_checkout_a_leftover_container_still_writes_to(
         DEFAULT_IMAGE, ["bash", "-c", writer], detach=True, working_dir="/w",
         volumes={str(checkout): {"bind": "/w", "mode": "rw"}},
         # a live run's, as its sandboxes are: a doctor or gc beside this test must spare it
-        labels={"agentbench": "1", "agentbench.run_id": run_id,
+        labels={"agentbench": "1", "agentbench.run_id": run_id, "agentbench.session": "t",
                 "agentbench.owner": f"{socket.gethostname()}:{os.getpid()}"},
     )
     try:
@@ -103,7 +103,7 @@ def test_the_run_end_removes_a_checkout_a_leftover_container_still_writes_to(
         (tmp_path / "run").mkdir()
         errors = end_run(state, Redactor(), docker=True)
         assert [e for e in errors if e.startswith(("sweep", "remove"))] == []
-        assert not work_root(run_id).exists()
+        assert not work_root(run_id, "t").exists()
         assert docker_sandboxes.containers({"agentbench.run_id": run_id}) == []
     finally:
         with contextlib.suppress(Exception):

@@ -32,13 +32,14 @@ from pytest_agentbench.sandbox.docker.containers import (
     in_use,
     install_exit_hooks,
     live_runs,
+    owner_alive,
     register,
     remove_container,
     remove_volume,
 )
 from pytest_agentbench.sandbox.docker.sandbox import DockerSandbox
 from pytest_agentbench.sandbox.docker.shipped_mounts import ShippedMounts
-from pytest_agentbench.sandbox.port import EngineLost, SandboxError, SandboxSpec
+from pytest_agentbench.sandbox.port import SESSION_LABEL, EngineLost, SandboxError, SandboxSpec
 
 
 class DockerSandboxFactory:
@@ -266,10 +267,15 @@ class DockerSandboxFactory:
         for sandbox in sandboxes:
             sandbox.close()
 
-    def sweep(self, labels: Mapping[str, str]) -> int:
+    def sweep(self, labels: Mapping[str, str], session: str = "") -> int:
         """Remove every container (any state) carrying all these labels, then the volumes
-        (archive transfer) carrying them."""
-        removed = self._remove(self.containers({**labels}))
+        (archive transfer) carrying them. With `session`: a container another pytest session
+        made is kept while its creator lives (a run of the same name elsewhere, still going);
+        one a dead session left is removed."""
+        found = self.containers({**labels})
+        if session:
+            found = [c for c in found if _swept_by(c, session)]
+        removed = self._remove(found)
         self.remove_volumes(labels)
         return removed
 
@@ -332,3 +338,11 @@ class DockerSandboxFactory:
                 sandbox.closed = True
             removed += remove_container(self.client.api, container_id)
         return removed
+
+
+def _swept_by(container: Mapping[str, Any], session: str) -> bool:
+    """Whether the sweep of `session` removes this container: its own, one made before
+    containers carried their session, or another session's whose creator is gone."""
+    labels = container.get("Labels") or {}
+    made_by = labels.get(SESSION_LABEL, "")
+    return made_by in ("", session) or not owner_alive(labels, container.get("State"))
