@@ -13,16 +13,15 @@ cache entry (`install.log`).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 from pytest_agentbench.agents.port import ProgramNeeds
+from pytest_agentbench.paths.held_lock import held_exclusively
 from pytest_agentbench.sandbox.port import SandboxFactory, SandboxSpec
 
 PROGRAM_TARGET = "/opt/agentbench/program"  # where the sandbox sees it, at install and after
@@ -57,16 +56,6 @@ def install_key(image: str, install: str) -> str:
     return hashlib.sha256(f"{image}\n{install}".encode()).hexdigest()[:16]
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def ensure_installed(needs: ProgramNeeds, sandboxes: SandboxFactory, base: SandboxSpec,
                      root: Path | None = None) -> tuple[ProgramNeeds, bool]:
     """`needs` with `program_dir` set to the installed program (installing it first when no
@@ -79,7 +68,7 @@ def ensure_installed(needs: ProgramNeeds, sandboxes: SandboxFactory, base: Sandb
     if (final / DONE_FILE).is_file():
         _open_to_all(final)
         return replace(needs, program_dir=final), False
-    with _locked(root / f"{final.name}.lock"):
+    with held_exclusively(root / f"{final.name}.lock"):
         if (final / DONE_FILE).is_file():  # another worker finished it while we waited
             return replace(needs, program_dir=final), False
         staging = Path(tempfile.mkdtemp(prefix=f"{final.name}.", dir=root))

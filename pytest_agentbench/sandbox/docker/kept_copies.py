@@ -15,18 +15,17 @@ removes one).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import io
 import tarfile
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import docker
 from docker.errors import NotFound
 from docker.types import Mount
 
+from pytest_agentbench.paths.held_lock import held_exclusively
 from pytest_agentbench.sandbox.archives import ArchiveRefused, tar_chunks
 from pytest_agentbench.sandbox.docker.containers import (
     DockerErrors,
@@ -47,22 +46,16 @@ def kept_volume_name(key: str) -> str:
     return PREFIX + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-@contextlib.contextmanager
-def _filling(client: docker.DockerClient, name: str) -> Iterator[None]:
+def _filling_lock(client: docker.DockerClient, name: str) -> Path:
+    """The lock file of filling the copy `name` on this client's engine."""
     where = hashlib.sha256(f"{getattr(client.api, 'base_url', '')}\n{name}".encode())
-    lock = Path(tempfile.gettempdir()) / f"agentbench-copy-{where.hexdigest()[:16]}.lock"
-    with lock.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return Path(tempfile.gettempdir()) / f"agentbench-copy-{where.hexdigest()[:16]}.lock"
 
 
 def kept_copy(client: docker.DockerClient, image: str, key: str, host: Path) -> str:
     """The volume holding the copy of `host` kept under `key` (made and filled when missing)."""
     api, name = client.api, kept_volume_name(key)
-    with _filling(client, name):
+    with held_exclusively(_filling_lock(client, name)):
         try:
             api.create_volume(name, labels=LABELS)  # the existing one when it is there
             loader = str(api.create_container(
