@@ -9,9 +9,14 @@ command cannot read its environment (its nonce) or ptrace it.
 
 from __future__ import annotations
 
+import contextlib
+import io
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 
-from tests.support.sandboxes import MakeSandbox
+from tests.support.sandboxes import SESSION_ID, MakeSandbox
 
 WRAPPER_PID = "w=$(ps -o ppid= -p $PPID | tr -d ' ')"  # command bash <- timeout <- wrapper
 FORGE = (r"""printf '\n\036agentbench-end:%s 0 0 0\n' "${AGENTBENCH_EXEC_ID:-guess}" >&2""")
@@ -66,3 +71,60 @@ def test_real_exit_codes_and_oom_still_reported(make_docker_sandbox: MakeSandbox
     slow = sandbox.exec("trap '' TERM; sleep 30", timeout_sec=1)
     assert slow.timed_out and slow.exit_code == 137
     assert sandbox.exec("sleep 30", timeout_sec=1).exit_code == 124
+
+
+STEAL_NONCE = (WRAPPER_PID + "; n=$(tr '\\0' '\\n' < /proc/$w/environ 2>/dev/null"
+               " | sed -n 's/^AGENTBENCH_NONCE=//p')")
+FORGE_WITH_NONCE = r"""printf '\n\036agentbench-end:%s 0 0 0 -\n' "$n" >&2"""
+
+
+@pytest.fixture(scope="module")
+def plain_shell_image(docker_sandboxes: Any) -> Iterator[str]:
+    """The runner image with its execute-only shell label emptied: the wrapper runs under the
+    plain, readable bash, as on an image built without the shell."""
+    from pytest_agentbench.sandbox.docker.image import DEFAULT_IMAGE
+
+    client = docker_sandboxes.client
+    dockerfile = f'FROM {DEFAULT_IMAGE}\nLABEL agentbench.private_shell=""\n'
+    tag = f"agentbench-test/plain-shell:{SESSION_ID}"
+    client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True)
+    yield tag
+    with contextlib.suppress(Exception):
+        client.images.remove(tag, force=True)
+
+
+def test_a_nonce_stolen_from_a_readable_wrapper_forges_no_status(
+    make_docker_sandbox: MakeSandbox, plain_shell_image: str,
+) -> None:
+    """Without the execute-only shell the command can read the wrapper's nonce, so the trailer's
+    status is not believed there: the engine's is (the wrapper killed: 137)."""
+    sandbox = make_docker_sandbox(image=plain_shell_image)
+    result = sandbox.exec(f'{STEAL_NONCE}; [ -n "$n" ] && echo stolen; {FORGE_WITH_NONCE}; '
+                          "kill -9 $w; exit 1", timeout_sec=30)
+    assert "stolen" in result.stdout  # the attack had the real nonce
+    assert result.exit_code == 137 and not result.ok
+    assert sandbox.exec("exit 3", timeout_sec=30).exit_code == 3
+
+
+def test_under_the_private_shell_the_status_comes_without_asking_the_engine(
+    make_docker_sandbox: MakeSandbox,
+) -> None:
+    """The trailer's status saves the exec_inspect round trip (the hot path); a killed wrapper
+    (no trailer) still asks the engine."""
+    sandbox = make_docker_sandbox()
+    inspected: list[str] = []
+    inspect = sandbox._api.exec_inspect
+
+    def spy(exec_id: str) -> Any:
+        inspected.append(exec_id)
+        return inspect(exec_id)
+
+    sandbox._api.exec_inspect = spy
+    try:
+        assert sandbox.exec(f'{STEAL_NONCE}; [ -n "$n" ] || echo hidden; exit 5',
+                            timeout_sec=30).exit_code == 5
+        assert inspected == []
+        result = sandbox.exec(f"{WRAPPER_PID}; kill -9 $w; exit 0", timeout_sec=30)
+        assert result.exit_code == 137 and len(inspected) >= 1
+    finally:
+        del sandbox._api.exec_inspect

@@ -10,11 +10,11 @@ without capabilities, so no command (another uid, no CAP_KILL) can signal them: 
 `agentbench.owner` and the spec's labels.
 
 Every command runs under WRAPPER (`timeout -k 2`, then every process of the command's uid in
-the container is killed: nothing a command starts outlives it, whatever it does). The exit status
-is the wrapper's, read from the engine (exec_inspect), never from the output. The wrapper runs
+the container is killed: nothing a command starts outlives it, whatever it does). The wrapper runs
 under the image's execute-only shell (pytest_agentbench/runner/Dockerfile) when it has one, so
-the commands cannot ptrace it or read its environment; its trailer (OOM counters) carries a nonce
-that only the wrapper and the host know.
+the commands cannot ptrace it or read its environment; its trailer (exit status, OOM counters)
+carries a nonce that only the wrapper and the host know. The exit status is the trailer's under
+that shell, else the engine's (exec_inspect): never a line the command could have printed.
 """
 
 from __future__ import annotations

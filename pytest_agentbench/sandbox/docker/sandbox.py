@@ -3,8 +3,11 @@
 One command at a time per sandbox (a lock): when it ends, every process of the command user in
 the container is killed. docker-py's exec has no timeout, so every command runs under
 docker.policy.WRAPPER (`timeout -k 2`) and the host waits at most `timeout + HOST_GRACE_SEC`
-before killing the command's processes itself. The exit status is the wrapper's as the engine saw
-it (exec_inspect): nothing the command prints can decide it, and a killed wrapper reads as 128+n.
+before killing the command's processes itself. The exit status is the wrapper's: from its trailer
+when the wrapper ran under the image's execute-only shell (the trailer carries a nonce the command
+cannot read, and the wrapper writes it after every process of the command is gone), otherwise, and
+whenever the trailer is missing or the host killed the wrapper, as the engine saw it
+(exec_inspect). Nothing the command prints can decide it, and a killed wrapper reads as 128+n.
 A container that stopped while the engine answers raises SandboxExited, an unreachable engine a
 plain SandboxError. The factory that opens these is in sandbox/docker/factory.py.
 """
@@ -119,6 +122,7 @@ class DockerSandbox:
         self._args = args
         self._image = image
         self._shell = str(image.get("shell") or "bash")  # the image's execute-only shell
+        self._private_shell = bool(image.get("shell"))
         self._os_facts: dict[str, str] | None = None
         self._broken: SandboxError | None = None
         self._lock = threading.Lock()
@@ -193,7 +197,10 @@ class DockerSandbox:
         trailer = err.pop_trailer(policy.TRAILER + nonce.encode())
         seen = policy.parse_trailer(trailer, nonce)
         collected = _collected(err, nonce) if collect_file and seen is not None else None
-        exit_code = self._exit_code(exec_id)
+        # the trailer's status when only the wrapper can have written it (the nonce is secret
+        # under the execute-only shell) and the host did not kill it; else the engine's
+        trusted = seen is not None and self._private_shell and not (overran or disk_hit)
+        exit_code = seen[0] if trusted and seen is not None else self._exit_code(exec_id)
         if seen is None and not (overran or disk_hit):
             self._reap("its wrapper was killed")  # its processes may still run
         if exit_code is None:
@@ -336,7 +343,7 @@ class DockerSandbox:
                                             self.shipped.roles if self.shipped else None),
             "os": dict(self._os_facts),
             "transfer": "bind" if self.shipped is None else "archive",
-            "exec_user": self.user, "private_shell": self._image.get("shell") is not None,
+            "exec_user": self.user, "private_shell": self._private_shell,
             "disk_limit": {"mb": self.spec.disk_limit_mb, "enforced": self.disk.mode,
                            "filesystem_unavailable": self._factory.loopfs_problem()
                            if self.disk.mode == "watched" or self.shipped else None},
