@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest_agentbench.reporting.stats as stats
+from pytest_agentbench.reporting.gate_outcome import exit_code, outcome_of
 from pytest_agentbench.reporting.load import ReportError, Run
 from pytest_agentbench.reporting.paired import Method, Missing, PairedReport, compare
 
 SCHEMA_VERSION = 1  # later additions are keys only: outcome, inconclusive, inconclusive_ok, mde
 DEFAULT_MAX_DROP = 0.05
-EXIT_OK, EXIT_REGRESSION, EXIT_INCONCLUSIVE = 0, 1, 3
 PRIMARY_METHOD: Method = "mcnemar"  # as `report paired` and `report compare` by default
 
 
@@ -54,11 +54,7 @@ class GateResult:
 
     @property
     def exit_code(self) -> int:
-        if self.regression:
-            return EXIT_REGRESSION
-        if self.inconclusive and not self.inconclusive_ok:
-            return EXIT_INCONCLUSIVE
-        return EXIT_OK
+        return exit_code(outcome_of(self.regression, self.inconclusive), self.inconclusive_ok)
 
 
 def gate(
@@ -107,7 +103,7 @@ def gate(
     regression = any(c["regression"] for c in checks)
     inconclusive = not regression and not all(c["ruled_out"] for c in checks)
     mde = p["power"]["mde"]
-    outcome = "regression" if regression else "inconclusive" if inconclusive else "ok"
+    outcome = outcome_of(regression, inconclusive)
     result = GateResult(regression=regression, data={}, paired=report,
                         inconclusive=inconclusive, inconclusive_ok=inconclusive_ok)
     result.data.update({

@@ -56,12 +56,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from pytest_agentbench.reporting.gate_outcome import exit_code
 from pytest_agentbench.reporting.names import ReportError
 
 SCHEMA_VERSION = 1
 CAP = 0.45  # largest fraction of the capital bet on one task: every factor stays >= 0.1
 PRIOR_WEIGHT = 10  # the bets' running mean and variance start as 10 tasks of no drop
-EXIT_OK, EXIT_REGRESSION, EXIT_INCONCLUSIVE = 0, 1, 3  # the gate's (gate.py)
 METHOD = ("betting e-process, aGRAPA bets (Waudby-Smith and Ramdas 2024), Ville's inequality; "
           "tasks in a random order")
 Floats = npt.NDArray[np.float64]
@@ -177,14 +177,6 @@ def _check(threshold: float, alpha: float) -> None:
         raise ReportError(f"max drop / margin must be a proportion in [0, 1], got {threshold}")
     if not 0 < alpha < 1:
         raise ReportError(f"alpha must be in (0, 1), got {alpha}")
-
-
-def exit_code(outcome: str, inconclusive_ok: bool = False) -> int:
-    if outcome == "regression":
-        return EXIT_REGRESSION
-    if outcome == "inconclusive" and not inconclusive_ok:
-        return EXIT_INCONCLUSIVE
-    return EXIT_OK
 
 
 def as_record(decision: SequentialDecision, threshold: float, alpha: float, seed: int,
