@@ -24,9 +24,11 @@ from typing import Any
 
 from pytest_agentbench.reporting.cli_args import (
     RUN_HELP,
+    add_method_and_pairing,
     add_out,
     add_pairing,
     add_resource_override,
+    add_run_pair,
     compare_report,
     fail,
     load_pair,
@@ -70,11 +72,7 @@ def add_report_commands(subparsers: Any) -> None:
     html.set_defaults(func=_run_html)
 
     paired = kinds.add_parser("paired", help="paired comparison of two runs (A vs B)")
-    paired.add_argument("--run-a", required=True, metavar="A", help=f"baseline run: {RUN_HELP}")
-    paired.add_argument("--run-b", required=True, metavar="B", help=f"variant run: {RUN_HELP}")
-    paired.add_argument("--method", choices=("mcnemar", "bootstrap"), default="mcnemar",
-                        help="primary test (both are always reported; default mcnemar)")
-    add_pairing(paired)
+    add_run_pair(paired, "primary test (both are always reported; default mcnemar)")
     _add_format(paired, ("md", "csv", "json"))
     paired.set_defaults(func=_run_paired)
 
@@ -83,9 +81,7 @@ def add_report_commands(subparsers: Any) -> None:
     comp.add_argument("--baseline", default=None, metavar="RUN",
                       help="the run the others are tested against (default: the first; a run "
                            "not among RUN... is added in front)")
-    comp.add_argument("--method", choices=("mcnemar", "bootstrap"), default="mcnemar",
-                      help="primary paired test (both are always reported; default mcnemar)")
-    add_pairing(comp)
+    add_method_and_pairing(comp)
     _add_format(comp, ("md", "csv", "json"))
     comp.add_argument("--csv", type=Path, default=None, metavar="FILE",
                       help="also write the full table (every run and scope) as CSV here")

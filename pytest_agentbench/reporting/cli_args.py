@@ -11,6 +11,7 @@ from typing import Any
 from pytest_agentbench.reporting.names import ReportError
 
 RUN_HELP = "a run directory, a run name in the output root, or `latest`"
+METHOD_HELP = "primary paired test (both are always reported; default mcnemar)"
 EXIT_BAD_INPUT = 2
 _REPORT_SUFFIXES = (".md", ".csv", ".json", ".html", ".txt")
 
@@ -19,6 +20,25 @@ def add_out(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=None, metavar="DIR",
                         help="output root where run names and `latest` are looked up (default: "
                              "ini agentbench_out, else reports/runs, under the project root)")
+
+
+def add_run_pair(parser: argparse.ArgumentParser, method_help: str = METHOD_HELP,
+                 out: bool = False) -> None:
+    """`--run-a`, `--run-b` (with `--out` after them when `out`), `--method` and the pairing
+    options: what `report paired` and `report paired-html` both take."""
+    parser.add_argument("--run-a", required=True, metavar="A", help=f"baseline run: {RUN_HELP}")
+    parser.add_argument("--run-b", required=True, metavar="B", help=f"variant run: {RUN_HELP}")
+    if out:
+        add_out(parser)
+    add_method_and_pairing(parser, method_help)
+
+
+def add_method_and_pairing(parser: argparse.ArgumentParser, method_help: str = METHOD_HELP
+                           ) -> None:
+    """`--method` (the primary paired test) and the pairing options."""
+    parser.add_argument("--method", choices=("mcnemar", "bootstrap"), default="mcnemar",
+                        help=method_help)
+    add_pairing(parser)
 
 
 def add_pairing(parser: argparse.ArgumentParser) -> None:

@@ -13,8 +13,9 @@ from typing import Any
 
 from pytest_agentbench.reporting.cli_args import (
     RUN_HELP,
+    add_method_and_pairing,
     add_out,
-    add_pairing,
+    add_run_pair,
     compare_report,
     fail,
     paired_report,
@@ -22,12 +23,6 @@ from pytest_agentbench.reporting.cli_args import (
 from pytest_agentbench.reporting.names import ReportError
 
 EXIT_OK = 0
-
-
-def _pairing_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--method", choices=("mcnemar", "bootstrap"), default="mcnemar",
-                        help="primary paired test (both are always reported; default mcnemar)")
-    add_pairing(parser)
 
 
 def add_html_commands(kinds: Any) -> None:
@@ -41,10 +36,7 @@ def add_html_commands(kinds: Any) -> None:
     index.set_defaults(func=run_index)
 
     paired = kinds.add_parser("paired-html", help="the paired page: A vs B per task, as HTML")
-    paired.add_argument("--run-a", required=True, metavar="A", help=f"baseline run: {RUN_HELP}")
-    paired.add_argument("--run-b", required=True, metavar="B", help=f"variant run: {RUN_HELP}")
-    add_out(paired)
-    _pairing_options(paired)
+    add_run_pair(paired, out=True)
     paired.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
     paired.set_defaults(func=run_paired_html)
 
@@ -54,7 +46,7 @@ def add_html_commands(kinds: Any) -> None:
     comp.add_argument("--baseline", default=None, metavar="RUN",
                       help="the run the others are paired against (default: the first)")
     add_out(comp)
-    _pairing_options(comp)
+    add_method_and_pairing(comp)
     comp.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
     comp.set_defaults(func=run_compare_html)
 
