@@ -19,6 +19,7 @@ import hashlib
 import io
 import tarfile
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import docker
@@ -66,22 +67,34 @@ def kept_copy(client: docker.DockerClient, image: str, key: str, host: Path) -> 
         except DockerErrors as exc:
             raise failure(api, f"cannot make the engine's copy of {host}: {exc}") from exc
         register(loader, client)
-        try:
+        with shipping_through(api, loader, f"refused to ship {host} to the engine",
+                              f"cannot ship {host} to the engine"):
             if not _complete(api, loader):
                 api.put_archive(loader, LOADER_ROOT, tar_chunks(
                     [("copy", host)], 0, 0, budgets={"copy": MAX_BYTES},
                     owner_bits_for_all=True))
                 api.put_archive(loader, f"{LOADER_ROOT}/copy", _marker())
-        except ArchiveRefused as exc:
-            raise SandboxError(f"refused to ship {host} to the engine: {exc}") from exc
-        except OSError as exc:
-            raise SandboxError(f"cannot ship {host} to the engine: {exc}") from exc
-        except DockerErrors as exc:
-            raise failure(api, f"cannot ship {host} to the engine: {exc}") from exc
-        finally:
-            with contextlib.suppress(SandboxError):
-                remove_container(api, loader)
     return name
+
+
+@contextlib.contextmanager
+def shipping_through(api: docker.APIClient, loader: str, refused: str, cannot: str
+                     ) -> Iterator[None]:
+    """Shipping host files through the loader container `loader` (removed at the end, an error
+    in removing it ignored): a bound that refused them (ArchiveRefused: nothing more was sent)
+    becomes SandboxError("<refused>: ..."), a host file that could not be read (OSError)
+    SandboxError("<cannot>: ..."), an engine's error containers.failure("<cannot>: ...")."""
+    try:
+        yield
+    except ArchiveRefused as exc:
+        raise SandboxError(f"{refused}: {exc}") from exc
+    except OSError as exc:
+        raise SandboxError(f"{cannot}: {exc}") from exc
+    except DockerErrors as exc:
+        raise failure(api, f"{cannot}: {exc}") from exc
+    finally:
+        with contextlib.suppress(SandboxError):
+            remove_container(api, loader)
 
 
 def _complete(api: docker.APIClient, loader: str) -> bool:

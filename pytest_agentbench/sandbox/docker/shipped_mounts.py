@@ -19,7 +19,6 @@ exit.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import posixpath
 from collections.abc import Mapping
@@ -39,10 +38,9 @@ from pytest_agentbench.sandbox.docker.containers import (
     failure,
     register,
     register_volume,
-    remove_container,
     remove_volume,
 )
-from pytest_agentbench.sandbox.docker.kept_copies import kept_copy
+from pytest_agentbench.sandbox.docker.kept_copies import kept_copy, shipping_through
 from pytest_agentbench.sandbox.docker.policy import HOME
 from pytest_agentbench.sandbox.port import SandboxError, SandboxSpec
 
@@ -137,7 +135,8 @@ class ShippedMounts:
         register(loader, self.client)
         limit = self.spec.disk_limit_mb
         budgets = {"env": ENV_MAX_BYTES, **({"workspace": limit << 20} if limit else {})}
-        try:
+        with shipping_through(api, loader, "refused to ship to the engine",
+                              "cannot ship the workspace to the engine"):
             api.put_archive(loader, LOADER_ROOT, tar_chunks(trees, self.uid, self.gid,
                                                             budgets=budgets))
             if root_trees:
@@ -148,15 +147,6 @@ class ShippedMounts:
                 bundle = self.spec.ca_bundle.read_bytes()
                 api.put_archive(loader, LOADER_ROOT, _one_file("ca/ca-certificates.crt", bundle,
                                                                self.uid, self.gid))
-        except ArchiveRefused as exc:  # a bound: nothing more was sent
-            raise SandboxError(f"refused to ship to the engine: {exc}") from exc
-        except OSError as exc:  # reading the host directory
-            raise SandboxError(f"cannot ship the workspace to the engine: {exc}") from exc
-        except DockerErrors as exc:
-            raise failure(api, f"cannot ship the workspace to the engine: {exc}") from exc
-        finally:
-            with contextlib.suppress(SandboxError):
-                remove_container(api, loader)
 
     def sync_back(self, container_id: str) -> None:
         """The sandbox's workspace (and /env, when it was writable) copied back over the host
