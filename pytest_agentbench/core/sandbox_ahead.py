@@ -11,6 +11,11 @@ Nothing runs in the sandbox until `take` hands it over, so opening it early chan
 will see; the bookkeeping (the attempt's open sandboxes, their facts, the start time) happens in
 the caller's thread, at `take`. `discard` closes a sandbox that was never taken (an attempt ended
 before scoring ran).
+
+On the same engines the agent's sandbox, once the final diff is taken, is removed behind scoring
+(`ClosingBehind`): a container removal is a tenth of a second or more, and nothing runs in that
+sandbox any more. The attempt waits for the removal before it ends, and its error is the
+attempt's, as when it ran in line.
 """
 
 from __future__ import annotations
@@ -78,3 +83,30 @@ class SandboxAhead:
         if self.sandbox is not None:
             with contextlib.suppress(SandboxError):
                 self.sandbox.close()
+
+
+class ClosingBehind:
+    """A sandbox being closed in a thread while the attempt goes on (the agent's, on an engine
+    that opens ahead: its removal overlaps scoring instead of preceding it). `wait` joins it and
+    raises what the close raised; after the first `wait`, later ones return at once."""
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self.error: BaseException | None = None
+        self.waited = False
+        self.thread = threading.Thread(target=self._close, args=(sandbox,),
+                                       name="agentbench-close-sandbox", daemon=True)
+        self.thread.start()
+
+    def _close(self, sandbox: Sandbox) -> None:
+        try:
+            sandbox.close()
+        except BaseException as exc:  # handed to the caller by `wait`
+            self.error = exc
+
+    def wait(self) -> None:
+        self.thread.join()
+        if self.waited:
+            return
+        self.waited = True
+        if self.error is not None:
+            raise self.error

@@ -17,7 +17,7 @@ from pytest_agentbench.core.attempt import Attempt, Failure
 from pytest_agentbench.core.gitops import SnapshotError, apply_command
 from pytest_agentbench.core.protection import pytest_config_change
 from pytest_agentbench.core.recording import RecordingToolbox
-from pytest_agentbench.core.sandbox_ahead import SandboxAhead, opens_ahead
+from pytest_agentbench.core.sandbox_ahead import ClosingBehind, SandboxAhead, opens_ahead
 from pytest_agentbench.core.scoring import ScoringEvidence, verdict
 from pytest_agentbench.paths.host_files import HostFiles
 from pytest_agentbench.sandbox.port import ExecResult, Sandbox
@@ -37,15 +37,22 @@ def score(at: Attempt, agent_sandbox: Sandbox, toolbox: RecordingToolbox) -> Res
     network = spec.environment.network_policy == "always"
     # scoring's sandbox starts while the final diff is taken (core/sandbox_ahead.py)
     ahead = SandboxAhead(at, network, "score") if opens_ahead(at) else None
+    closing: list[ClosingBehind] = []  # the agent's sandbox, removed while scoring goes on
     try:
-        return _score(at, agent_sandbox, toolbox, outcome, network, ahead)
+        result = _score(at, agent_sandbox, toolbox, outcome, network, ahead, closing)
+        for behind in closing:
+            behind.wait()  # a failed removal fails the attempt, as when it ran in line
+        return result
     finally:
         if ahead is not None:
             ahead.discard()
+        for behind in closing:  # gone before the attempt's end unmounts or removes anything
+            with contextlib.suppress(BaseException):
+                behind.wait()
 
 
 def _score(at: Attempt, agent_sandbox: Sandbox, toolbox: RecordingToolbox, outcome: AgentOutcome,
-           network: bool, ahead: SandboxAhead | None) -> Result:
+           network: bool, ahead: SandboxAhead | None, closing: list[ClosingBehind]) -> Result:
     spec = at.spec
     try:
         violation = toolbox.final_diff_violation()
@@ -58,7 +65,10 @@ def _score(at: Attempt, agent_sandbox: Sandbox, toolbox: RecordingToolbox, outco
         violation = pytest_config_change(pristine, agent_sandbox.files, toolbox.changed_files,
                                          toolbox.final_patch)  # the patch is what is scored
     at.found.agent = toolbox.stats(outcome)
-    agent_sandbox.close()
+    if ahead is not None:  # nothing runs in it any more: its removal overlaps scoring
+        closing.append(ClosingBehind(agent_sandbox))
+    else:
+        agent_sandbox.close()
     # started on the pre-agent copy: what is written into it from here on, it sees as written
     sandbox = ahead.take() if ahead is not None else None
     patch, overrode = toolbox.final_patch, None

@@ -22,7 +22,7 @@ from pytest_agentbench.agents.port import AgentContext, AgentOutcome
 from pytest_agentbench.core.pipeline import AttemptPipeline
 from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.run.hostenv import SANDBOX_UID
-from pytest_agentbench.sandbox.port import ExecResult, Sandbox, SandboxSpec
+from pytest_agentbench.sandbox.port import ExecResult, Sandbox, SandboxError, SandboxSpec
 from pytest_agentbench.schemas.taxonomy import Reason
 from pytest_agentbench.tasks.discovery import discover
 from tests.support.attempts import attempt_config
@@ -32,9 +32,10 @@ TASK = "fix-mean-off-by-one"  # no setup commands, no capture commands, no hidde
 
 
 class Log:
-    def __init__(self) -> None:
+    def __init__(self, failing_close: tuple[str, ...] = ()) -> None:
         self.lines: list[str] = []
         self.lock = threading.Lock()
+        self.failing_close = failing_close  # phases whose sandbox's close raises (after it)
 
     def add(self, line: str) -> None:
         with self.lock:
@@ -52,8 +53,11 @@ class CountingSandbox:
         return self.inner.exec(command, **kwargs)
 
     def close(self) -> None:
-        self.log.add(f"close {self.phase}")
+        self.log.add(f"close {self.phase} {threading.current_thread().name}")
         self.inner.close()
+        self.log.add(f"closed {self.phase}")
+        if self.phase in self.log.failing_close:
+            raise SandboxError(f"the engine would not remove the {self.phase} sandbox")
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -72,11 +76,11 @@ class CountingFactory:
         return getattr(self.inner, name)
 
 
-def run_attempt(factory: Any, tmp_path: Path, agent: Any,
-                run_id: str = "hot") -> tuple[Any, list[str]]:
+def run_attempt(factory: Any, tmp_path: Path, agent: Any, run_id: str = "hot",
+                failing_close: tuple[str, ...] = ()) -> tuple[Any, list[str]]:
     task = {t.id: t for t in discover(ROOT / "taskpacks", ["custom-dev"]).tasks}[TASK]
     assert not task.spec.setup.commands and not task.spec.setup.capture
-    log = Log()
+    log = Log(failing_close)
     cfg = attempt_config(tmp_path, run_id, image=factory_image(), owner_uid=SANDBOX_UID)
     record = AttemptPipeline(task, cfg, CountingFactory(factory, log),
                              MirrorCache(tmp_path / "git"), agent).run()
@@ -120,6 +124,11 @@ def test_an_oracle_attempt_asks_the_engine_for_its_commands_and_little_more(
     # sandbox was removed
     assert steps.index("open score") < len(steps) - 1 - steps[::-1].index("exec agent snapshot")
     assert steps.index("open score") < steps.index("close agent")
+    # the agent's sandbox is removed in a thread of its own while scoring goes on, and the
+    # attempt waits for that removal before it ends
+    closes = [line for line in lines if line.startswith("close agent")]
+    assert closes[0] == "close agent agentbench-close-sandbox", lines  # later: no-op closes
+    assert "closed agent" in lines, lines
     step_patch = tmp_path / "run" / record.artifact_paths["task_dir"] / "diffs" / "step_0001.patch"
     final_patch = step_patch.with_name("final.patch")
     assert step_patch.read_text("utf-8") == final_patch.read_text("utf-8") != ""
@@ -148,3 +157,15 @@ def test_a_scoring_sandbox_opened_ahead_and_never_used_is_removed(
     left = docker.from_env().containers.list(
         all=True, filters={"label": [f"agentbench.run_id={run_id}"]})
     assert left == [], [(c.labels, c.status) for c in left]
+
+
+def test_a_failed_removal_of_the_agents_sandbox_behind_scoring_still_fails_the_attempt(
+        docker_sandboxes: Any, tmp_path: Path) -> None:
+    """Removed in a thread, the agent's sandbox still counts: the removal's error is the
+    attempt's, as when the removal ran before scoring."""
+    record, lines = run_attempt(docker_sandboxes, tmp_path, OracleAgent(),
+                                f"hot-{secrets.token_hex(4)}", failing_close=("agent",))
+    assert "close agent agentbench-close-sandbox" in lines, lines
+    assert not record.result.passed
+    assert record.result.failure_reason == Reason.SANDBOX_ERROR, record.result
+    assert "would not remove the agent sandbox" in (record.result.summary or ""), record.result
