@@ -2,8 +2,9 @@
 
 The toolbox is the stand-in backed by a temporary directory (tests/support/fake_toolbox.py; the
 real one is tested in test_tools.py): edits are plain string replacements and `run` evaluates a
-tiny "test" in Python, so these tests exercise the loop, its stop conditions, budgets and
-accounting, not the sandbox.
+tiny "test" in Python, so these tests exercise the loop, its resilience, configuration, secrets and
+accounting, not the sandbox. Its stop conditions and budgets: test_llm_agent_stops.py; the
+helpers: tests/support/llm_agent_runs.py.
 """
 
 from __future__ import annotations
@@ -17,13 +18,11 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.agents.llm_config import LLMAgentConfig, load_prompt
-from pytest_agentbench.agents.llm_v0 import LLMAgent, _Run
-from pytest_agentbench.agents.port import AgentContext, AgentError, AgentOutcome
-from pytest_agentbench.agents.variants import Variant, VariantError, agent_builder, load_variant
-from pytest_agentbench.core.event_sink import EventSink
+from pytest_agentbench.agents.llm_v0 import _Run
+from pytest_agentbench.agents.port import AgentError
+from pytest_agentbench.agents.variants import VariantError, agent_builder, load_variant
 from pytest_agentbench.llm import ModelConfigError, OpenAICompatClient, resolve_model_config
 from pytest_agentbench.schemas.taxonomy import Reason
-from pytest_agentbench.text.redaction import Redactor
 from tests.fakes.openai_server import (
     FakeOpenAIServer,
     Fault,
@@ -37,76 +36,20 @@ from tests.fakes.openai_server import (
     tool_reply,
 )
 from tests.support.fake_toolbox import (
-    BUGGY,
-    FAIL_OUT,
     FAILING,
     FIX,
     FIXED,
-    TASK,
-    DirToolbox,
+)
+from tests.support.llm_agent_runs import (
+    SOLVE,
+    conversation,
+    event_types,
+    llm_variant,
+    make_agent_and_ctx,
+    run_agent,
 )
 
 KEY = "sk-test-PLANTED0123456789abcdefXYZ"
-
-
-def make_ctx(tmp_path: Path, *, max_steps: int = 30, redactor: Redactor | None = None,
-             params: dict[str, Any] | None = None) -> AgentContext:
-    work = tmp_path / "work"
-    work.mkdir(parents=True, exist_ok=True)
-    (work / "mathx.py").write_text(BUGGY)
-    artifacts = tmp_path / "artifacts" / "agent"
-    artifacts.mkdir(parents=True, exist_ok=True)
-    events = EventSink(tmp_path / "artifacts" / "events.jsonl", "run-1", "fix-mean", "a-1",
-                       redact_obj=(redactor or Redactor()).redact_obj)
-    return AgentContext(task=TASK, task_dir=tmp_path, toolbox=DirToolbox(work),
-                        events=events, failing_output=FAIL_OUT, failing_command=FAILING,
-                        deadline=time.monotonic() + 60, max_steps=max_steps,
-                        params=params or {}, artifacts_dir=artifacts)
-
-
-def llm_variant(base_url: str, *, budgets: dict[str, Any] | None = None,
-                model: dict[str, Any] | None = None, **params: Any) -> Variant:
-    model_cfg = {"preset": "local", "name": "fake/model-1", "base_url": base_url,
-                 "timeout_sec": 2.0, "max_retries": 2, "backoff_base_sec": 0.01,
-                 "backoff_max_sec": 0.05, "max_tokens": 256, **(model or {})}
-    return Variant("test", "llm_v0", params=params, model=model_cfg, budgets=budgets or {})
-
-
-def make_agent_and_ctx(tmp_path: Path, base_url: str, *, max_steps: int = 30,
-                       redactor: Redactor | None = None, **kw: Any
-                       ) -> tuple[LLMAgent, AgentContext]:
-    """The agent as a run makes it (agent_builder, once per run) and one attempt's context."""
-    variant = llm_variant(base_url, **kw)
-    agent = agent_builder(variant, redactor=redactor)()
-    assert isinstance(agent, LLMAgent)
-    return agent, make_ctx(tmp_path, max_steps=max_steps, redactor=redactor,
-                           params=variant.params)
-
-
-def run_agent(tmp_path: Path, steps: list[Step], **kw: Any
-              ) -> tuple[AgentOutcome, FakeOpenAIServer, AgentContext]:
-    with FakeOpenAIServer(steps) as srv:
-        agent, ctx = make_agent_and_ctx(tmp_path, srv.base_url, **kw)
-        outcome = agent.run(ctx)
-    return outcome, srv, ctx
-
-
-def conversation(ctx: AgentContext) -> list[dict[str, Any]]:
-    assert ctx.artifacts_dir is not None
-    text = (ctx.artifacts_dir / "conversation.jsonl").read_text()
-    return [json.loads(line) for line in text.splitlines()]
-
-
-def event_types(ctx: AgentContext) -> list[str]:
-    return [e["type"] for e in ctx.events.emitted]
-
-
-SOLVE: list[Step] = [
-    tool_reply("read_file", {"path": "mathx.py"}),
-    tool_reply("apply_patch", {"unified_diff": FIX}),
-    tool_reply("run", {"command": FAILING}),
-    tool_reply("finish", {"summary": "mean divides by len(xs)"}),
-]
 
 
 # -- the happy path ------------------------------------------------------------------------------
@@ -233,94 +176,6 @@ def test_tool_calls_written_as_text_still_work(tmp_path: Path) -> None:
     assert all(m["role"] != "tool" for r in srv.requests for m in r.json["messages"])
 
 
-# -- stop conditions -----------------------------------------------------------------------------
-def test_max_steps_gives_up(tmp_path: Path) -> None:
-    read = tool_reply("read_file", {"path": "mathx.py"})
-    outcome, srv, _ = run_agent(tmp_path, [read] * 10, max_steps=3)
-    assert (outcome.finished_by, outcome.reason, outcome.sub_reason) == (
-        "max_steps", Reason.AGENT_GAVE_UP, "MAX_STEPS")
-    assert len(srv.requests) == 3 and outcome.steps == 3
-
-
-def test_unchanged_test_signature_is_stuck(tmp_path: Path) -> None:
-    run = tool_reply("run", {"command": FAILING})
-    outcome, srv, _ = run_agent(tmp_path, [run] * 10, stuck_after=3)
-    assert (outcome.finished_by, outcome.reason) == ("stuck", Reason.AGENT_STUCK)
-    assert len(srv.requests) == 3  # the baseline is the first observation of the signature
-    assert "test_mathx.py::test_mean" in outcome.summary
-
-
-def test_changing_test_output_is_not_stuck(tmp_path: Path) -> None:
-    counter = iter(range(100))
-
-    def grade(root: Path) -> tuple[int, str]:
-        return 1, f"FAILED tests/test_mathx.py::test_case_{next(counter)}\n"
-
-    steps: list[Step] = [tool_reply("run", {"command": "python -m pytest -x"})] * 6
-    with FakeOpenAIServer([*steps, *SOLVE[3:]]) as srv:
-        # the grade never passes: finish is taken at its word here (verification has its own tests)
-        agent, ctx = make_agent_and_ctx(tmp_path, srv.base_url, stuck_after=2,
-                                        verify_finish=False)
-        ctx.toolbox.grade = grade  # type: ignore[attr-defined]
-        outcome = agent.run(ctx)
-    assert outcome.finished_by == "finish"
-
-
-def test_rejected_patches_are_tool_error(tmp_path: Path) -> None:
-    bad = tool_reply("apply_patch", {"unified_diff": FIX.replace("(len(xs) - 1)", "len(ys)")})
-    outcome, srv, _ = run_agent(tmp_path, [bad] * 10)
-    assert (outcome.finished_by, outcome.reason, outcome.sub_reason) == (
-        "patch_rejected", Reason.TOOL_ERROR, "PATCH_REJECTED")
-    assert len(srv.requests) == 3
-
-
-def test_a_good_patch_resets_the_rejection_count(tmp_path: Path) -> None:
-    bad = tool_reply("apply_patch", {"unified_diff": "--- a/mathx.py\n+++ b/mathx.py\n-nope\n"})
-    steps: list[Step] = [bad, bad, tool_reply("apply_patch", {"unified_diff": FIX}), bad, bad,
-                         tool_reply("finish", {"summary": "ok"})]
-    outcome, _, _ = run_agent(tmp_path, steps)
-    assert outcome.finished_by == "finish"
-
-
-def test_turns_without_tool_calls_and_no_op_edits_are_no_progress(tmp_path: Path) -> None:
-    same = tool_reply("write_file", {"path": "mathx.py", "content": BUGGY})
-    steps: list[Step] = [Reply(content="Let me think."), same, Reply(content="Hmm.")]
-    outcome, srv, _ = run_agent(tmp_path, steps)
-    assert (outcome.finished_by, outcome.reason) == ("no_progress", Reason.AGENT_NO_PROGRESS)
-    assert len(srv.requests) == 3
-    nudge = srv.requests[1].json["messages"][-1]
-    assert nudge["role"] == "user" and "no tool call" in nudge["content"]
-
-
-# -- budgets (checked before each call) ----------------------------------------------------------
-def test_cost_cap_stops_before_the_call_that_would_exceed_it(tmp_path: Path) -> None:
-    usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15, "cost": 0.01}
-    read = Reply(tool_calls=[{"name": "read_file", "arguments": {"path": "mathx.py"}}],
-                 usage=usage)
-    outcome, srv, ctx = run_agent(tmp_path, [read] * 10, budgets={"max_cost_usd": 0.035})
-    assert (outcome.finished_by, outcome.reason, outcome.sub_reason) == (
-        "budget", Reason.AGENT_GAVE_UP, "BUDGET_COST")
-    assert len(srv.requests) == 3  # 0.03 spent; a 4th call (~0.01) would pass 0.035
-    assert outcome.usage is not None and outcome.usage.cost_usd == pytest.approx(0.03)
-    stop = ctx.events.of_type("note")[-1]
-    assert stop["kind"] == "agent_stop" and stop["data"]["sub_reason"] == "BUDGET_COST"
-
-
-def test_token_and_step_budgets(tmp_path: Path) -> None:
-    outcome, srv, _ = run_agent(tmp_path, [], budgets={"max_tokens_total": 300})
-    assert outcome.sub_reason == "BUDGET_TOKENS" and len(srv.requests) == 0
-    read = tool_reply("read_file", {"path": "mathx.py"})
-    outcome, srv, _ = run_agent(tmp_path / "b", [read] * 5, budgets={"max_steps": 2})
-    assert outcome.sub_reason == "BUDGET_STEPS" and len(srv.requests) == 2
-    assert outcome.usage is not None and outcome.usage.cost_usd is None  # nobody reported cost
-
-
-def test_wall_budget(tmp_path: Path) -> None:
-    slow = Slow(0.3, tool_reply("read_file", {"path": "mathx.py"}))
-    outcome, srv, _ = run_agent(tmp_path, [slow] * 5, budgets={"max_wall_sec": 0.5})
-    assert outcome.sub_reason == "BUDGET_WALL" and len(srv.requests) == 1
-
-
 # -- configuration and secrets -------------------------------------------------------------------
 def test_missing_model_or_key_fails_when_the_agent_is_built(
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -422,26 +277,3 @@ def test_harness_overhead_per_step(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 
-# -- the same failing call, again and again (issue 25 item 7) ------------------------------------
-def test_the_same_invalid_call_repeated_stops_well_before_max_steps(tmp_path: Path) -> None:
-    steps: list[Step] = [tool_reply("finish", {}) for _ in range(30)]
-    outcome, srv, _ = run_agent(tmp_path, steps)
-    assert (outcome.finished_by, outcome.reason, outcome.sub_reason) == (
-        "repeated_error", Reason.AGENT_NO_PROGRESS, "REPEATED_TOOL_ERROR")
-    assert len(srv.requests) == 3  # max_repeated_errors, not max_steps (30)
-    assert "finish call failed 3 times in a row with INVALID_ARGUMENTS" in outcome.summary
-
-
-def test_a_different_call_or_a_success_starts_the_count_again(tmp_path: Path) -> None:
-    bad = tool_reply("read_file", {"path": "mathx.py", "bogus": 1})
-    other = tool_reply("read_file", {"path": "mathx.py", "bogus": 2})
-    steps: list[Step] = [bad, bad, tool_reply("read_file", {"path": "mathx.py"}), bad, bad,
-                         other, bad, bad, *SOLVE]
-    outcome, _, _ = run_agent(tmp_path, steps)
-    assert outcome.finished_by == "finish"
-
-
-def test_unparseable_arguments_repeated_are_the_same_call(tmp_path: Path) -> None:
-    steps: list[Step] = [bad_arguments("read_file") for _ in range(10)]
-    outcome, srv, _ = run_agent(tmp_path, steps, max_repeated_errors=4, max_noop=99)
-    assert outcome.sub_reason == "REPEATED_TOOL_ERROR" and len(srv.requests) == 4

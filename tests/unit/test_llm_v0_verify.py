@@ -17,7 +17,7 @@ from pytest_agentbench.agents.port import AgentContext
 from pytest_agentbench.schemas.taxonomy import AGENT_SUB_REASONS, Reason, blame
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, Step, json_in_content, tool_reply
 from tests.support.fake_toolbox import BUGGY, FAILING, FIX, FIXED
-from tests.unit.test_llm_agent import (
+from tests.support.llm_agent_runs import (
     conversation,
     make_agent_and_ctx,
     run_agent,
