@@ -3,7 +3,7 @@
 `Pack` is a taskpacks/ directory with one suite and one tiny local git repository; its tasks'
 commands are shell one-liners, so an attempt takes milliseconds. `run_suite` runs pytest with the
 plugin and the local sandbox in pytester's process; the other helpers read what a run wrote.
-Used by tests/e2e/test_plugin_synthetic.py and the adversarial input and scoring tests.
+Used by tests/e2e/plugin_synthetic/ and the adversarial input and scoring tests.
 """
 
 from __future__ import annotations
