@@ -1,9 +1,21 @@
 """Source of the bundled taskpacks: the correct `minilib` and, per task, the change that breaks it.
 
-Used by make_taskpacks.py. A value of None in a task's `bug` deletes that file.
+Used by make_taskpacks.py. A value of None in a task's `bug` deletes that file. The files only
+the tasks add (a tomli test, the flaky tests, the tags module): taskpack_minilib_extras.py.
 """
 
 from __future__ import annotations
+
+from taskpack_minilib_extras import (
+    FLAKY_TEST,
+    FLAKY_TEST_PER_CHECKOUT,
+    TAGS_BUGGY,
+    TAGS_SORTED_BUGGY,
+    TAGS_TEST_SET_ORDER,
+    TAGS_TEST_SORTED,
+    TOML_TEST,
+    fixed_tags,
+)
 
 INIT = '''"""minilib: a tiny library the agentbench taskpacks break and fix."""
 
@@ -200,128 +212,6 @@ BASE_FILES: dict[str, str | None] = {
     **TESTS,
 }
 
-TOML_TEST = '''from minilib.tomlcfg import get_setting
-
-DOC = """
-[server]
-port = 8080
-[server.tls]
-enabled = true
-"""
-
-
-def test_get_setting_nested():
-    assert get_setting(DOC, "server.port") == 8080
-    assert get_setting(DOC, "server.tls.enabled") is True
-    assert get_setting(DOC, "server.missing", 7) == 7
-'''
-
-FLAKY_TEST = '''from pathlib import Path
-
-COUNTER = Path("/tmp/minilib-flaky-counter")
-
-
-def _run_number():
-    n = int(COUNTER.read_text()) + 1 if COUNTER.exists() else 1
-    COUNTER.write_text(str(n))
-    return n
-
-
-RUN = _run_number()
-
-
-def test_first_half():
-    assert RUN % 2 == 0, "fails on odd runs"
-
-
-def test_second_half():
-    assert RUN % 2 == 1, "fails on even runs"
-'''
-
-# The flaky-baseline task's second commit: one run counter per checkout, so concurrent attempts in
-# the unisolated local sandbox (which share /tmp) cannot advance each other's run numbers.
-FLAKY_TEST_PER_CHECKOUT = '''import hashlib
-import tempfile
-from pathlib import Path
-
-# One counter per checkout: concurrent attempts that share a /tmp (the unisolated local
-# sandbox) must not advance each other's run numbers.
-_CHECKOUT = str(Path(__file__).resolve().parent.parent)
-COUNTER = Path(tempfile.gettempdir()) / (
-    "minilib-flaky-" + hashlib.sha256(_CHECKOUT.encode()).hexdigest()[:16]
-)
-
-
-def _run_number():
-    n = int(COUNTER.read_text()) + 1 if COUNTER.exists() else 1
-    COUNTER.write_text(str(n))
-    return n
-
-
-RUN = _run_number()
-
-
-def test_first_half():
-    assert RUN % 2 == 0, "fails on odd runs"
-
-
-def test_second_half():
-    assert RUN % 2 == 1, "fails on even runs"
-'''
-
-# custom-verifier (issue 14.3, --agentbench-regrade): minilib/tags.py is new on these branches.
-# parse_tags keeps case (the bug); format_tags joins a set in iteration order (flaky-verifier:
-# its test passes under PYTHONHASHSEED=0 only) or sorted (stable-verifier: under every seed).
-TAGS_BUGGY = '''"""Tags: the distinct labels of a comma-separated list."""
-
-
-def parse_tags(text):
-    """The distinct tags of `text`: stripped, lower-cased, empty ones dropped."""
-    return {tag.strip() for tag in text.split(",") if tag.strip()}
-
-
-def format_tags(tags):
-    """The tags as one comma-separated line."""
-    return ", ".join(tags)
-'''
-TAGS_TEST_SET_ORDER = '''from minilib.tags import format_tags, parse_tags
-
-
-def test_parse_tags():
-    assert parse_tags("Red, green,, BLUE, red") == {"red", "green", "blue"}
-
-
-def test_format_tags():
-    assert format_tags(parse_tags("Red, green, BLUE, red")) == "red, blue, green"
-'''
-TAGS_SORTED_BUGGY = '''"""Tags: the distinct labels of a comma-separated list."""
-
-
-def parse_tags(text):
-    """The distinct tags of `text`: stripped, lower-cased, empty ones dropped."""
-    return {tag.strip() for tag in text.split(",") if tag.strip()}
-
-
-def format_tags(tags):
-    """The tags as one comma-separated line, sorted."""
-    return ", ".join(sorted(tags))
-'''
-TAGS_TEST_SORTED = '''from minilib.tags import format_tags, parse_tags
-
-
-def test_parse_tags():
-    assert parse_tags("Red, green,, BLUE, red") == {"red", "green", "blue"}
-
-
-def test_format_tags():
-    assert format_tags(parse_tags("Red, green, BLUE, red")) == "blue, green, red"
-'''
-
-
-def _fixed_tags(source: str) -> str:
-    return source.replace("{tag.strip() for", "{tag.strip().lower() for")
-
-
 TASKS: dict[str, dict] = {
     "fix-mean-off-by-one": {
         "suite": "custom-dev", "title": "mean divides by n - 1",
@@ -402,11 +292,11 @@ minilib.truncate_words = _truncate_words
         "suite": "custom-verifier",
         "title": "parse_tags keeps case; the formatting test depends on set order",
         "bug": {"minilib/tags.py": TAGS_BUGGY, "tests/test_tags.py": TAGS_TEST_SET_ORDER},
-        "fix": {"minilib/tags.py": _fixed_tags(TAGS_BUGGY)},
+        "fix": {"minilib/tags.py": fixed_tags(TAGS_BUGGY)},
     },
     "stable-verifier": {
         "suite": "custom-verifier", "title": "parse_tags keeps case",
         "bug": {"minilib/tags.py": TAGS_SORTED_BUGGY, "tests/test_tags.py": TAGS_TEST_SORTED},
-        "fix": {"minilib/tags.py": _fixed_tags(TAGS_SORTED_BUGGY)},
+        "fix": {"minilib/tags.py": fixed_tags(TAGS_SORTED_BUGGY)},
     },
 }
