@@ -26,6 +26,7 @@ from pytest_agentbench.agents.port import (
 from pytest_agentbench.core.attempt import Attempt
 from pytest_agentbench.core.protection import protect
 from pytest_agentbench.core.recording import RecordingToolbox
+from pytest_agentbench.core.sandbox_ahead import SandboxAhead, opens_ahead, scoring_network
 from pytest_agentbench.core.sandbox_programs import SandboxPrograms
 from pytest_agentbench.paths.trees import copy_tree
 from pytest_agentbench.sandbox.port import Sandbox, SandboxError
@@ -46,6 +47,8 @@ def run_agent(at: Attempt, sandbox: Sandbox, agent: Agent) -> RecordingToolbox:
     else:
         at.provision("pristine")
         copy_tree(at.workspace / "repo", at.workspace / "pristine")
+    if opens_ahead(at):  # scoring's sandbox, on the pristine copy: its start overlaps the agent
+        at.score_ahead = SandboxAhead(at, scoring_network(at), "score")
     inner = Toolbox(sandbox, policy, on_event=functools.partial(_tool_event, at))
     # Its first snapshot is harness work: the agent's clock starts after it.
     toolbox = at.toolbox = RecordingToolbox(

@@ -37,6 +37,7 @@ from pytest_agentbench.schemas.taxonomy import Reason
 from pytest_agentbench.text.signatures import sha256
 
 if TYPE_CHECKING:
+    from pytest_agentbench.core.sandbox_ahead import SandboxAhead
     from pytest_agentbench.tasks.loader import LoadedTask
 
 
@@ -83,6 +84,8 @@ class Attempt:
         self.baseline_output: ExecResult | None = None  # the first baseline run
         self.baseline_results: evidence_mod.JunitResults | None = None
         self.toolbox: RecordingToolbox | None = None
+        self.score_ahead: SandboxAhead | None = None  # scoring's sandbox, opening from the agent
+        # phase's start (core/sandbox_ahead.py); scoring takes it, the attempt's end discards it
         self.agent_overran = False
         self.cache_key: str | None = None  # the env-cache key, when setup is cacheable
         self.cache_hold: CacheHold | None = None  # the entry this attempt uses, held

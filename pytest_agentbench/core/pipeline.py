@@ -157,6 +157,8 @@ class AttemptPipeline:
 
     def _teardown(self) -> None:
         at = self.at
+        if at.score_ahead is not None:  # opened for a scoring that never came
+            at.score_ahead.discard()
         if at.toolbox is not None:  # its snapshot git dir, if scoring did not remove it
             with contextlib.suppress(Exception):
                 at.toolbox.close()

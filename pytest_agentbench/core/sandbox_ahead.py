@@ -1,8 +1,10 @@
 """A sandbox opened ahead of its use, in a thread, while the attempt does other work.
 
-Scoring's sandbox (core/score_phase.py) starts while the final snapshot is taken and the agent's
-sandbox is removed: on this machine a container start is about a quarter of a second, most of
-what the harness adds over a bare docker-py script. Only where the sandbox sees the host's
+Scoring's sandbox (core/score_phase.py) starts as soon as the pristine copy it mounts exists, when
+the agent phase begins: its start overlaps the first snapshot and the agent's work instead of
+following them (on this machine a container start is about a quarter of a second, a large part of
+what the harness adds over a bare docker-py script), and it waits idle, nothing run in it, until
+scoring takes it. Only where the sandbox sees the host's
 workspace as it changes (a bind mount): what is written into the pre-agent copy after the start
 (the recorded diff, the hidden tests) is then what the sandbox sees. An engine that takes archives
 ships the workspace when the container is created, so there the sandbox opens when it is needed.
@@ -30,6 +32,11 @@ from pytest_agentbench.sandbox.port import Sandbox, SandboxError
 
 if TYPE_CHECKING:
     from pytest_agentbench.core.attempt import Attempt
+
+
+def scoring_network(at: Attempt) -> bool:
+    """Whether scoring's sandbox has a network (the task's policy says always)."""
+    return at.spec.environment.network_policy == "always"
 
 
 def opens_ahead(at: Attempt) -> bool:

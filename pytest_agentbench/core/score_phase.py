@@ -17,7 +17,12 @@ from pytest_agentbench.core.attempt import Attempt, Failure
 from pytest_agentbench.core.gitops import SnapshotError, apply_command
 from pytest_agentbench.core.protection import pytest_config_change
 from pytest_agentbench.core.recording import RecordingToolbox
-from pytest_agentbench.core.sandbox_ahead import ClosingBehind, SandboxAhead, opens_ahead
+from pytest_agentbench.core.sandbox_ahead import (
+    ClosingBehind,
+    SandboxAhead,
+    opens_ahead,
+    scoring_network,
+)
 from pytest_agentbench.core.scoring import ScoringEvidence, verdict
 from pytest_agentbench.paths.host_files import HostFiles
 from pytest_agentbench.sandbox.port import ExecResult, Sandbox
@@ -29,14 +34,15 @@ def score(at: Attempt, agent_sandbox: Sandbox, toolbox: RecordingToolbox) -> Res
     """The diff is the solution: it is applied to the pre-agent copy of the workspace and
     tested in a new sandbox, so nothing else the agent left behind (processes, /tmp, HOME,
     files it hid from git) can influence the verdict."""
-    spec = at.spec
     outcome = at.found.outcome or AgentOutcome("error")
     if outcome.reason in (Reason.LLM_ERROR, Reason.SANDBOX_ERROR) or \
             outcome.reason in TASK_BLAMED:  # the reference agent found the task broken
         raise Failure(outcome.reason, outcome.summary or str(outcome.reason), outcome.sub_reason)
-    network = spec.environment.network_policy == "always"
-    # scoring's sandbox starts while the final diff is taken (core/sandbox_ahead.py)
-    ahead = SandboxAhead(at, network, "score") if opens_ahead(at) else None
+    network = scoring_network(at)
+    # scoring's sandbox started with the agent phase (core/sandbox_ahead.py); this one's now
+    ahead, at.score_ahead = at.score_ahead, None
+    if ahead is None and opens_ahead(at):
+        ahead = SandboxAhead(at, network, "score")
     closing: list[ClosingBehind] = []  # the agent's sandbox, removed while scoring goes on
     try:
         result = _score(at, agent_sandbox, toolbox, outcome, network, ahead, closing)

@@ -6,8 +6,9 @@ the scoring sandbox's early start shows here rather than only as a slower benchm
 - pytest's results file is read back by the command that wrote it (sandbox/docker/policy.py
   COLLECT), not by a command of its own.
 - The pending step's snapshot and the final one are one exec when the step starts from the base.
-- Scoring's sandbox starts while the final diff is taken (core/sandbox_ahead.py), before the
-  agent's sandbox is removed; an attempt that ends before scoring takes it leaves no container.
+- Scoring's sandbox starts when the agent phase begins (core/sandbox_ahead.py), long before the
+  agent's sandbox is removed (behind scoring, in a thread the attempt waits for); an attempt
+  that ends before scoring takes it leaves no container.
 """
 
 from __future__ import annotations
@@ -120,9 +121,11 @@ def test_an_oracle_attempt_asks_the_engine_for_its_commands_and_little_more(
     ], lines
     assert [s for s in steps if s.startswith("exec score")] == [
         "exec score apply", "exec score command"], lines
-    # scoring's sandbox was asked for before the final snapshot ran, and so before the agent's
-    # sandbox was removed
-    assert steps.index("open score") < len(steps) - 1 - steps[::-1].index("exec agent snapshot")
+    # scoring's sandbox was asked for when the agent phase began (the pristine copy made), so
+    # its start overlaps the first snapshots: before the base tree's snapshot ran (that one
+    # follows the snapshot start, a whole exec later), and so before the agent's was removed
+    snapshots = [i for i, s in enumerate(steps) if s == "exec agent snapshot"]
+    assert steps.index("open score") < snapshots[1], lines
     assert steps.index("open score") < steps.index("close agent")
     # the agent's sandbox is removed in a thread of its own while scoring goes on, and the
     # attempt waits for that removal before it ends
