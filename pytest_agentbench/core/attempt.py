@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import pytest_agentbench.core.evidence as evidence_mod
 from pytest_agentbench.agents.port import ProgramNeeds
@@ -37,7 +37,6 @@ from pytest_agentbench.schemas.taxonomy import Reason
 from pytest_agentbench.text.signatures import sha256
 
 if TYPE_CHECKING:
-    from pytest_agentbench.core.sandbox_ahead import SandboxAhead
     from pytest_agentbench.tasks.loader import LoadedTask
 
 
@@ -50,6 +49,13 @@ class Failure(Exception):
 
 
 GATEWAY_TARGET = "/run/agentbench/gateway"  # a command agent's gateway socket, in its sandbox
+
+
+class SandboxOpening(Protocol):
+    """A sandbox being opened ahead of its use (core/sandbox_ahead.py SandboxAhead)."""
+
+    def take(self) -> Sandbox: ...
+    def discard(self) -> None: ...
 
 
 class Attempt:
@@ -84,7 +90,7 @@ class Attempt:
         self.baseline_output: ExecResult | None = None  # the first baseline run
         self.baseline_results: evidence_mod.JunitResults | None = None
         self.toolbox: RecordingToolbox | None = None
-        self.score_ahead: SandboxAhead | None = None  # scoring's sandbox, opening from the agent
+        self.score_ahead: SandboxOpening | None = None  # scoring's sandbox, opening from the agent
         # phase's start (core/sandbox_ahead.py); scoring takes it, the attempt's end discards it
         self.agent_overran = False
         self.cache_key: str | None = None  # the env-cache key, when setup is cacheable

@@ -13,7 +13,7 @@ import pytest_agentbench.core.evidence as evidence_mod
 import pytest_agentbench.core.hidden_tests as hidden_tests
 import pytest_agentbench.core.regrade as regrade_mod
 from pytest_agentbench.agents.port import AgentOutcome
-from pytest_agentbench.core.attempt import Attempt, Failure
+from pytest_agentbench.core.attempt import Attempt, Failure, SandboxOpening
 from pytest_agentbench.core.gitops import SnapshotError, apply_command
 from pytest_agentbench.core.protection import pytest_config_change
 from pytest_agentbench.core.recording import RecordingToolbox
@@ -40,6 +40,7 @@ def score(at: Attempt, agent_sandbox: Sandbox, toolbox: RecordingToolbox) -> Res
         raise Failure(outcome.reason, outcome.summary or str(outcome.reason), outcome.sub_reason)
     network = scoring_network(at)
     # scoring's sandbox started with the agent phase (core/sandbox_ahead.py); this one's now
+    ahead: SandboxOpening | None
     ahead, at.score_ahead = at.score_ahead, None
     if ahead is None and opens_ahead(at):
         ahead = SandboxAhead(at, network, "score")
@@ -58,7 +59,7 @@ def score(at: Attempt, agent_sandbox: Sandbox, toolbox: RecordingToolbox) -> Res
 
 
 def _score(at: Attempt, agent_sandbox: Sandbox, toolbox: RecordingToolbox, outcome: AgentOutcome,
-           network: bool, ahead: SandboxAhead | None, closing: list[ClosingBehind]) -> Result:
+           network: bool, ahead: SandboxOpening | None, closing: list[ClosingBehind]) -> Result:
     spec = at.spec
     try:
         violation = toolbox.final_diff_violation()
