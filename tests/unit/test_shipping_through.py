@@ -41,6 +41,10 @@ def ship(api: FakeApi, exc: Exception | None) -> None:
     (DockerException("boom"), True, SandboxError, "cannot ship X: boom"),
     (DockerException("boom"), False, EngineLost,
      "cannot ship X: boom (the engine does not answer)"),
+    # an APIError is an OSError (requests' errors are IOErrors): still the engine's
+    (APIError("gone"), False, EngineLost, "cannot ship X: gone (the engine does not answer)"),
+    (ConnectionResetError("reset"), False, EngineLost,
+     "cannot ship X: reset (the engine does not answer)"),
 ])
 def test_each_error_becomes_one_line_and_the_loader_goes(
         exc: Exception, answers: bool, kind: type[SandboxError], line: str) -> None:

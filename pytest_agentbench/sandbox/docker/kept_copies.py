@@ -82,14 +82,14 @@ def shipping_through(api: docker.APIClient, loader: str, refused: str, cannot: s
                      ) -> Iterator[None]:
     """Shipping host files through the loader container `loader` (removed at the end, an error
     in removing it ignored): a bound that refused them (ArchiveRefused: nothing more was sent)
-    becomes SandboxError("<refused>: ..."), a host file that could not be read (OSError)
-    SandboxError("<cannot>: ..."), an engine's error containers.failure("<cannot>: ...")."""
+    becomes SandboxError("<refused>: ..."); anything else that failed (a host file that could not
+    be read, the engine's error) containers.failure("<cannot>: ..."): EngineLost when the engine
+    no longer answers. (docker-py's and requests' errors are OSErrors too: one branch for both,
+    so a lost engine is never taken for an unreadable file.)"""
     try:
         yield
     except ArchiveRefused as exc:
         raise SandboxError(f"{refused}: {exc}") from exc
-    except OSError as exc:
-        raise SandboxError(f"{cannot}: {exc}") from exc
     except DockerErrors as exc:
         raise failure(api, f"{cannot}: {exc}") from exc
     finally:
