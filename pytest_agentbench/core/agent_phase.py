@@ -52,7 +52,8 @@ def run_agent(at: Attempt, sandbox: Sandbox, agent: Agent) -> RecordingToolbox:
     inner = Toolbox(sandbox, policy, on_event=functools.partial(_tool_event, at))
     # Its first snapshot is harness work: the agent's clock starts after it.
     toolbox = at.toolbox = RecordingToolbox(
-        inner, sandbox, at.paths, at.events, at.cfg.redact, deadline=math.inf
+        inner, sandbox, at.paths, at.events, at.cfg.redact, deadline=math.inf,
+        started=at.snapshot_start,
     )
     output = at.baseline_output
     assert output is not None  # the baseline ran

@@ -26,9 +26,9 @@ from pytest_agentbench.core.program_install import (
 from pytest_agentbench.core.recording import RecordingToolbox
 from pytest_agentbench.core.rundir import AttemptPaths
 from pytest_agentbench.sandbox.port import (
+    EpilogueRunning,
     ExecResult,
     ExtraMount,
-    FileCollecting,
     Sandbox,
     SandboxFactory,
 )
@@ -90,6 +90,7 @@ class Attempt:
         self.baseline_output: ExecResult | None = None  # the first baseline run
         self.baseline_results: evidence_mod.JunitResults | None = None
         self.toolbox: RecordingToolbox | None = None
+        self.snapshot_start: str | None = None  # gitops.START_SCRIPT's output, run at baseline
         self.score_ahead: SandboxOpening | None = None  # scoring's sandbox, opening from the agent
         # phase's start (core/sandbox_ahead.py); scoring takes it, the attempt's end discards it
         self.agent_overran = False
@@ -186,14 +187,22 @@ class Attempt:
         log: str | None = None,
         env: dict[str, str] | None = None,
         results_path: str = "",
+        epilogue: str = "",
     ) -> ExecResult:
         """Run a harness command (setup, capture, baseline, scoring); its output goes to
         logs/<log or phase>_{stdout,stderr}.txt (redacted) and a `command_finished` event.
         `results_path`: the results file it writes, read back in the same exec where the sandbox
-        can (ExecResult.file_read; `collect_results` reads it otherwise)."""
+        can (ExecResult.file_read; `collect_results` reads it otherwise). `epilogue`: a harness
+        script run after it in the same exec where the sandbox can (ExecResult.epilogue_output;
+        the caller runs it otherwise)."""
+        extra: dict[str, Any] = {}  # only what this sandbox takes (port.EpilogueRunning)
         if results_path and getattr(sandbox, "collects_files", False):
-            result = cast(FileCollecting, sandbox).exec(
-                command, timeout_sec=max(1.0, timeout), env=env, collect_file=results_path)
+            extra["collect_file"] = results_path
+        if epilogue and getattr(sandbox, "runs_epilogues", False):
+            extra["epilogue"] = epilogue
+        if extra:
+            result = cast(EpilogueRunning, sandbox).exec(
+                command, timeout_sec=max(1.0, timeout), env=env, **extra)
         else:
             result = sandbox.exec(command, timeout_sec=max(1.0, timeout), env=env)
         name = log or phase

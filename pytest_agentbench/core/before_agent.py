@@ -20,7 +20,7 @@ import pytest_agentbench.core.hidden_tests as hidden_tests
 from pytest_agentbench.core.attempt import Attempt, Failure
 from pytest_agentbench.core.attempt_config import pip_cache_dir
 from pytest_agentbench.core.envcache import CacheHold, cache_key
-from pytest_agentbench.core.gitops import dirty_tracked_files
+from pytest_agentbench.core.gitops import START_SCRIPT, dirty_tracked_files
 from pytest_agentbench.repos.sources import resolve_source
 from pytest_agentbench.sandbox.port import ExecResult, Sandbox
 from pytest_agentbench.schemas.records import SetupInfo
@@ -278,11 +278,14 @@ def baseline(at: Attempt, sandbox: Sandbox) -> None:
 
 def _failing_runs(at: Attempt, sandbox: Sandbox, forget: bool = False) -> list[ExecResult]:
     """The failing command `baseline_runs` times; the first run's pytest results kept (and,
-    with `forget`, their file removed)."""
+    with `forget`, their file removed: a copy's sandbox, not the agent's). In the agent's
+    sandbox the last run also starts the agent's snapshots (gitops.START_SCRIPT, its output in
+    `at.snapshot_start`)."""
     validation = at.spec.validation
     results = []
     for i in range(validation.baseline_runs):
         path, env = at.results_env()
+        last = i == validation.baseline_runs - 1
         results.append(at.run_command(
             sandbox,
             "baseline",
@@ -291,7 +294,12 @@ def _failing_runs(at: Attempt, sandbox: Sandbox, forget: bool = False) -> list[E
             log="failing" if i == 0 else f"failing_run{i + 1}",
             env=env,
             results_path=path if i == 0 else "",
+            # the agent's first snapshot starts in the last run's exec, as the agent will find
+            # the workspace: nothing runs in it in between
+            epilogue=START_SCRIPT if last and not forget else "",
         ))
+        if last and not forget:
+            at.snapshot_start = results[-1].epilogue_output
         if i == 0:
             at.baseline_results, _ = at.collect_results(sandbox, path, results[0])
         if forget:

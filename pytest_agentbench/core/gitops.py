@@ -71,6 +71,10 @@ def apply_command(patch_path: str = APPLY_PATCH) -> str:
     return head + sh.PRELUDE + sh.APPLY_SCRIPT
 
 
+# What a Snapshotter's start runs: the workspace's ignore files, and a new harness git dir.
+START_SCRIPT = sh.PRELUDE + sh.IGNORE_FILES
+
+
 class SnapshotError(SandboxError):
     """git could not read the workspace (e.g. the agent made files unreadable)."""
 
@@ -90,8 +94,10 @@ class Snapshotter:
     that found the git dir touched or gone and started again from the base tree.
     """
 
-    def __init__(self, sandbox: Sandbox, timeout_sec: float = 60) -> None:
+    def __init__(self, sandbox: Sandbox, timeout_sec: float = 60,
+                 started: str | None = None) -> None:
         self.sandbox, self.timeout_sec = sandbox, timeout_sec
+        self.started = started  # START_SCRIPT's output, run by the caller in this sandbox
         self.gitdir: str | None = None
         self.base = ""  # the first tree; a rebuild starts from it
         self.excludes = b""
@@ -141,19 +147,24 @@ class Snapshotter:
         return accepted
 
     def _start(self) -> None:
-        for _ in range(2):  # a lost output (ExecResult.output_lost): the script is repeatable
-            result = self.sandbox.exec(
-                sh.PRELUDE + sh.IGNORE_FILES, timeout_sec=self.timeout_sec, full_output=True
-            )
-            if not result.output_lost:
-                break
-        text = result.full_stdout if result.full_stdout is not None else result.stdout
-        lines = text.split("\n")
-        if not result.ok or len(lines) != 3 or not lines[1].startswith(sh.GITDIR_PREFIX):
-            raise SnapshotError(
-                f"cannot start a snapshot (exit {result.exit_code}, timed out "
-                f"{result.timed_out}, {len(lines)} lines): {result.stderr.strip()[-300:]}"
-            )
+        """The ignore rules and a new git dir: from START_SCRIPT's output when the caller ran it
+        (the epilogue of the last command before the agent: one exec fewer) and it is whole,
+        else from an exec of its own."""
+        lines = (self.started or "").split("\n")
+        self.started = None
+        if len(lines) != 3 or not lines[1].startswith(sh.GITDIR_PREFIX) or lines[2]:
+            for _ in range(2):  # a lost output (ExecResult.output_lost): the script repeats
+                result = self.sandbox.exec(START_SCRIPT, timeout_sec=self.timeout_sec,
+                                           full_output=True)
+                if not result.output_lost:
+                    break
+            text = result.full_stdout if result.full_stdout is not None else result.stdout
+            lines = text.split("\n")
+            if not result.ok or len(lines) != 3 or not lines[1].startswith(sh.GITDIR_PREFIX):
+                raise SnapshotError(
+                    f"cannot start a snapshot (exit {result.exit_code}, timed out "
+                    f"{result.timed_out}, {len(lines)} lines): {result.stderr.strip()[-300:]}"
+                )
         fields = _b64(lines[0]).split(b"\0")
         sources = {fields[i]: _b64(fields[i + 1].decode()) for i in range(0, len(fields) - 1, 2)}
         self.excludes = base_excludes(sources)

@@ -44,6 +44,7 @@ class RecordingToolbox:
         events: EventSink,
         redact: Callable[[str], str],
         deadline: float,
+        started: str | None = None,
     ) -> None:
         self.inner, self.sandbox, self.paths, self.events = inner, sandbox, paths, events
         self.redact, self.deadline = redact, deadline
@@ -54,7 +55,7 @@ class RecordingToolbox:
         self.patches_rejected = 0
         self.hunks_recounted = 0  # applied hunks whose header counts were corrected
         self.edits_refused = 0
-        self.snapshots = Snapshotter(sandbox)
+        self.snapshots = Snapshotter(sandbox, started=started)
         self.base_tree = self.snapshots.snapshot()
         self.last_tree = self.base_tree
         self.pending: int | None = None  # the step whose snapshot is still to be taken

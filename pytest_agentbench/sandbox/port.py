@@ -74,6 +74,10 @@ class ExecResult:
     # Not read (too large, unreadable, the output lost): the caller reads it itself.
     file_read: bool = False
     file_content: bytes | None = None
+    # A sandbox that `runs_epilogues` was given a script with the command (`epilogue`): its stdout
+    # when it ran after the command and everything it started had ended, exited 0 and was read
+    # back; None otherwise (the caller runs the script itself).
+    epilogue_output: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -192,15 +196,19 @@ class Sandbox(Protocol):
     def close(self) -> None: ...
 
 
-class FileCollecting(Protocol):
-    """A sandbox that can read a file back with the command that writes it (its
-    `collects_files` is True): see ExecResult.file_read. One exec instead of two."""
+class EpilogueRunning(Protocol):
+    """A sandbox whose exec can do harness work after the command, in the same exec, once the
+    command and everything it started are gone: read a file back (its `collects_files` is True:
+    see ExecResult.file_read) and run a harness script (its `runs_epilogues` is True: see
+    ExecResult.epilogue_output). One exec instead of two, each."""
 
     collects_files: bool
+    runs_epilogues: bool
 
     def exec(
         self, command: str, *, timeout_sec: float, env: Mapping[str, str] | None = None,
         cwd: str | None = None, full_output: bool = False, collect_file: str | None = None,
+        epilogue: str | None = None,
     ) -> ExecResult: ...
 
 

@@ -3,6 +3,8 @@ task without setup asks of the engine, command by command, so a change that adds
 the scoring sandbox's early start shows here rather than only as a slower benchmark.
 
 - No `git status` when nothing ran in the workspace since the harness checked it out.
+- The snapshots start (the ignore rules, the harness git dir) in the last baseline run's exec,
+  after it (sandbox/docker/policy.py EPILOGUE), not in an exec of their own.
 - pytest's results file is read back by the command that wrote it (sandbox/docker/policy.py
   COLLECT), not by a command of its own.
 - The pending step's snapshot and the final one are one exec when the step starts from the base.
@@ -115,17 +117,18 @@ def test_an_oracle_attempt_asks_the_engine_for_its_commands_and_little_more(
     assert steps[0] == "open agent"
     agent_execs = [s for s in steps if s.startswith("exec agent")]
     assert agent_execs == [
-        "exec agent command", "exec agent command",  # the baseline twice (results read back)
-        "exec agent snapshot", "exec agent snapshot",  # snapshot start, the base tree
+        # the baseline twice (results read back); the last run also starts the snapshots
+        "exec agent command", "exec agent command",
+        "exec agent snapshot",  # the base tree
         "exec agent snapshot",  # the oracle's step and the final diff, in one
     ], lines
     assert [s for s in steps if s.startswith("exec score")] == [
         "exec score apply", "exec score command"], lines
     # scoring's sandbox was asked for when the agent phase began (the pristine copy made), so
-    # its start overlaps the first snapshots: before the base tree's snapshot ran (that one
-    # follows the snapshot start, a whole exec later), and so before the agent's was removed
+    # its start overlaps the agent's snapshots: at the latest (its thread may log after the
+    # base tree's exec is asked for) before the final one, and so before the agent's removal
     snapshots = [i for i, s in enumerate(steps) if s == "exec agent snapshot"]
-    assert steps.index("open score") < snapshots[1], lines
+    assert steps.index("open score") < snapshots[-1], lines
     assert steps.index("open score") < steps.index("close agent")
     # the agent's sandbox is removed in a thread of its own while scoring goes on, and the
     # attempt waits for that removal before it ends

@@ -72,7 +72,8 @@ OOM_COUNT = r"""oomc() {
 """
 # $1 = budget in seconds, $2 = the command, $3 = RLIMIT_FSIZE in KiB or "", $4 = the workspace to
 # measure (disk.MEASURE, archive engines' disk bound) or "", $5 = a file to read back after the
-# command (COLLECT: a results file, read as a separate command would read it) or "". The nonce
+# command (COLLECT: a results file, read as a separate command would read it) or "", $6 a script
+# to run after it (EPILOGUE) or "". The nonce
 # leaves the environment
 # before anything runs. First the leftovers of an earlier command die (defence in depth: the host
 # reaps too). Job control gives the command its own process group without ignoring SIGINT (as
@@ -95,6 +96,21 @@ COLLECT = r"""if [ -n "$5" ]; then
   printf '\n\036agentbench-file:%s %s\n' "$n" "$f" >&3
 fi
 """
+# EPILOGUE: a harness script $6 (or "") run after the command and everything it started are gone,
+# as the command user in the command's directory, bounded by EPILOGUE_MAX_SEC, its stdin empty and
+# its stderr dropped; then its leftovers reaped. Its stdout on one line of its own before the
+# COLLECT line, nonce first: "+" and the stdout in base64 when it exited 0, "-" otherwise. The host
+# reads it only when the line fits EPILOGUE_MAX_BYTES (else it runs the script by itself).
+EPILOGUE_MAX_SEC = 20
+EPILOGUE_MAX_BYTES = 256 * 1024
+EPILOGUE_MARK = b"\n\x1eagentbench-epilogue:"
+EPILOGUE = r"""if [ -n "$6" ]; then
+  e=$(set -o pipefail; command -p timeout -k 1 """ + str(EPILOGUE_MAX_SEC) + r""" bash -c "$6" \
+      2>/dev/null </dev/null | command -p base64 -w0) && e=+$e || e=-
+  reap
+  printf '\n\036agentbench-epilogue:%s %s\n' "$n" "$e" >&3
+fi
+"""
 WRAPPER = (
     "exec 3>&2 2>/dev/null\nn=$" + NONCE_VAR + "; unset " + NONCE_VAR + "\n" + REAP + OOM_COUNT
     + r"""reap
@@ -105,7 +121,7 @@ command -p timeout -k 2 "$1" bash -c "$2" 2>&3 3>&- & t=$!
 wait "$t"; rc=$?
 reap
 oomc
-d=$4
+""" + EPILOGUE + r"""d=$4
 """ + MEASURE + COLLECT
     + r"""printf '\n\036agentbench-end:%s %s %s %s %s\n' "$n" "$rc" "$o0" "$o" "$s" >&3
 exit "$rc"

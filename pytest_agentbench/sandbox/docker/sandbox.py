@@ -90,6 +90,29 @@ def _collected(err: OutputBuffer, nonce: str) -> tuple[bool, bytes | None]:
     return (True, data) if len(data) <= policy.COLLECT_MAX_BYTES else (False, None)
 
 
+# the EPILOGUE line at its largest
+EPILOGUE_WINDOW = 4 * (policy.EPILOGUE_MAX_BYTES + 3) // 3 + 256
+
+
+def _epilogue_output(err: OutputBuffer, nonce: str) -> str | None:
+    """The wrapper's EPILOGUE line (docker.policy), taken off the stream: the script's stdout when
+    it exited 0 and fits EPILOGUE_MAX_BYTES, else None (the caller runs it by itself)."""
+    prefix = policy.EPILOGUE_MARK + nonce.encode() + b" "
+    line = err.pop_trailer(prefix, window=EPILOGUE_WINDOW)
+    if line is None:
+        return None
+    value = line[len(prefix):].rstrip(b"\n")
+    if not value.startswith(b"+"):
+        return None
+    try:
+        data = base64.b64decode(value[1:], validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    if len(data) > policy.EPILOGUE_MAX_BYTES:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
 def _drain(stream: Iterator[tuple[bytes | None, bytes | None]], out: OutputBuffer,
            err: OutputBuffer, errors: list[BaseException]) -> None:
     """Reader thread: copy a demultiplexed exec stream into two buffers."""
@@ -132,15 +155,18 @@ class DockerSandbox:
     def exec(
         self, command: str, *, timeout_sec: float, env: Mapping[str, str] | None = None,
         cwd: str | None = None, full_output: bool = False, collect_file: str | None = None,
+        epilogue: str | None = None,
     ) -> ExecResult:
         """Run one command; concurrent calls wait their turn (see the module docstring).
-        `collect_file`: a file the wrapper reads back after the command (port.FileCollecting)."""
+        `collect_file`: a file the wrapper reads back after the command (port.EpilogueRunning);
+        `epilogue`: a script it runs after the command (port.EpilogueRunning)."""
         with self._lock:
             self._check_usable()
             return self._exec(command, max(float(timeout_sec), 0.001), env, cwd,
-                              full_output or self.spec.full_logs, collect_file)
+                              full_output or self.spec.full_logs, collect_file, epilogue)
 
     collects_files = True
+    runs_epilogues = True
 
     def _file_op(self, command: str, env: dict[str, str], timeout: float) -> ExecResult:
         """One ContainerFiles operation: a command like any other (the lock, the wrapper)."""
@@ -164,11 +190,12 @@ class DockerSandbox:
             raise self._failure("cannot start a process held open", exc) from exc
 
     def _exec(self, command: str, budget: float, env: Mapping[str, str] | None,
-              cwd: str | None, full: bool, collect_file: str | None = None) -> ExecResult:
+              cwd: str | None, full: bool, collect_file: str | None = None,
+              epilogue: str | None = None) -> ExecResult:
         nonce = secrets.token_hex(16)
         argv = [self._shell, "-p", "-c", policy.WRAPPER, "agentbench", f"{budget:.3f}", command,
                 self.disk.fsize_kib, self.spec.workdir if self.disk.measures else "",
-                collect_file or ""]
+                collect_file or "", epilogue or ""]
         workdir = posixpath.normpath(posixpath.join(self.spec.workdir, cwd or "."))
         cap = FULL_CAPTURE_CAP if full else CAPTURE_CAP
         out, err = OutputBuffer(cap), OutputBuffer(cap)
@@ -184,7 +211,8 @@ class DockerSandbox:
         errors: list[BaseException] = []
         reader = threading.Thread(target=_drain, args=(stream, out, err, errors), daemon=True)
         reader.start()
-        overran, disk_hit = self._wait(reader, start + budget + HOST_GRACE_SEC)
+        grace = HOST_GRACE_SEC + (policy.EPILOGUE_MAX_SEC + 2 if epilogue else 0)
+        overran, disk_hit = self._wait(reader, start + budget + grace)
         if overran or disk_hit:
             self._reap("it overran its deadline" if overran else "it exceeded the disk limit")
             reader.join(KILL_GRACE_SEC + 1)
@@ -197,6 +225,7 @@ class DockerSandbox:
         trailer = err.pop_trailer(policy.TRAILER + nonce.encode())
         seen = policy.parse_trailer(trailer, nonce)
         collected = _collected(err, nonce) if collect_file and seen is not None else None
+        after = _epilogue_output(err, nonce) if epilogue and seen is not None else None
         # the trailer's status when only the wrapper can have written it (the nonce is secret
         # under the execute-only shell) and the host did not kill it; else the engine's
         trusted = seen is not None and self._private_shell and not (overran or disk_hit)
@@ -219,9 +248,10 @@ class DockerSandbox:
         result = build_result(
             exit_code, out, err, int(elapsed * 1000), timed_out=timed_out, oom_killed=oom,
             full_logs=full, disk_limit_exceeded=disk_hit or disk_after, output_lost=lost)
-        if collected is None:
-            return result
-        return dataclasses.replace(result, file_read=collected[0], file_content=collected[1])
+        if collected is not None:
+            result = dataclasses.replace(result, file_read=collected[0],
+                                         file_content=collected[1])
+        return result if after is None else dataclasses.replace(result, epilogue_output=after)
 
     def _wait(self, reader: threading.Thread, deadline: float) -> tuple[bool, bool]:
         """Wait for the command's stream to end: (overran the deadline, grew past the disk
