@@ -2,11 +2,13 @@
 the anytime-valid test decides, says why in run.json and the summary, exits with the gate's
 status, and `agentbench gate --sequential` replays the same answer from the two runs.
 
-The pack (tests/support/tiny_pack.py, local sandbox) has 60 tasks; the scripted agents pass a
+The pack (tests/support/tiny_pack.py, local sandbox) has 30 tasks; the scripted agents pass a
 task by writing the fix (`write_file value.txt`) or fail it by doing nothing, one script per task
-(`script: DIR/{task_id}.yaml`). The baseline passes 54 tasks (90%), the candidate 30 of them
-(50%): 40 points lower. By simulation such a run stops within 60 tasks 99% of the time, at 36
-tasks in the median.
+(`script: DIR/{task_id}.yaml`). The baseline passes 27 tasks (90%), the candidate 3 of them
+(10%): 80 points lower, with tasks both pass, both fail and only the baseline passes. By
+simulation (reporting/sequential_sim.py, 20,000 runs) such a run stops within 30 tasks every
+time, at 16 tasks in the median and 20 at the 90th percentile; in seed 7's order, at task 20.
+(It was 60 tasks at 90% against 50%: stopped at task 40, twice the attempts for the same proof.)
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ import yaml
 
 from tests.support.tiny_pack import Pack, output, run_dirs, run_suite
 
-TASKS = [f"t{i:02d}" for i in range(60)]
-BASELINE_PASSES = set(TASKS[:54])
-CANDIDATE_PASSES = set(TASKS[:30])
+TASKS = [f"t{i:02d}" for i in range(30)]
+BASELINE_PASSES = set(TASKS[:27])
+CANDIDATE_PASSES = set(TASKS[:3])
 PASS = [{"tool": "write_file", "arguments": {"path": "value.txt", "content": "good\n"}}]
 FAIL = [{"tool": "finish", "arguments": {"summary": "gave up"}}]
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,7 +67,7 @@ def test_a_worse_candidate_stops_early_with_regression(pytester: pytest.Pytester
     base = pytester.path
     result = run_suite(pytester, f"--agentbench-variant={variant(base, 'base', BASELINE_PASSES)}",
                        "--agentbench-run-name=baseline", "-n", "2")  # two workers: half the time
-    assert result.ret == 1, output(result)  # 6 of 60 failed: pytest's rule
+    assert result.ret == 1, output(result)  # 3 of 30 failed: pytest's rule
     result = run_suite(pytester, f"--agentbench-variant={variant(base, 'cand', CANDIDATE_PASSES)}",
                        "--agentbench-run-name=candidate", "--agentbench-sequential=baseline",
                        "--agentbench-sequential-seed=7", *SAME_HARNESS)
@@ -76,9 +78,9 @@ def test_a_worse_candidate_stops_early_with_regression(pytester: pytest.Pytester
     assert seq["outcome"] == "regression" and seq["seed"] == 7, seq
     assert seq["stopped_run"] is True
     used = seq["tasks_used"]
-    assert 5 <= used < 60, seq  # stopped early
+    assert 5 <= used < len(TASKS), seq  # stopped early
     records = (candidate / "attempts.jsonl").read_text().splitlines()
-    assert len(records) == used < 60  # one process: the rest never ran
+    assert len(records) == used < len(TASKS)  # one process: the rest never ran
     assert seq["e_regression"] >= 20 and seq["drop_lower"] > 0.05
     # the tasks ran in the recorded order: the first `used` of it are what the test saw
     from pytest_agentbench.reporting.sequential import task_order
@@ -100,7 +102,7 @@ def test_a_worse_candidate_stops_early_with_regression(pytester: pytest.Pytester
 def test_a_candidate_equal_to_its_baseline_goes_to_its_end(pytester: pytest.Pytester,
                                                           pack: Pack) -> None:
     base = pytester.path
-    first_20 = ("-k", "t0 or t1")  # t00..t19: enough to show it never stops, a third the time
+    first_20 = ("-k", "t0 or t1")  # t00..t19: past the 13 a REGRESSION needs at the least
     run_suite(pytester, f"--agentbench-variant={variant(base, 'base', BASELINE_PASSES)}",
               "--agentbench-run-name=baseline", "-n", "2", *first_20)
     result = run_suite(pytester, f"--agentbench-variant={variant(base, 'same', BASELINE_PASSES)}",
