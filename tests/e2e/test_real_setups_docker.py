@@ -6,9 +6,11 @@ install (`venv-editable`, and `slow-setup-20s` with numpy, pandas and scipy), a 
 PyPI under `network_policy: setup_only`. On 221295f (PIP_USER=1 in the runner image) the venv
 tasks were SETUP_FAILED. Each must pass under the oracle and fail, for the tests, under nop.
 
-Each run has its own HOME (cold pip and environment caches, so every setup really runs) and takes
-about a minute and a half on two cores; the two do not depend on each other, so xdist workers
-may take one each. Without a Docker daemon they skip, except under CI=true.
+The oracle run goes first in a HOME of its own (cold pip and environment caches, so every setup
+really runs: about 40 s on two cores); the nop run follows in the same HOME, so each task's
+environment is restored from the cache the oracle run filled (about 13 s instead of 36 s), and
+the restored venvs and editable installs must still run the tests. Without a Docker daemon they
+skip, except under CI=true.
 """
 
 from __future__ import annotations
@@ -25,32 +27,44 @@ TASKS = ("pip-editable", "plain-pip", "slow-setup-20s", "venv-editable")
 SETUP_COMMANDS = {"pip-editable": 1, "plain-pip": 1, "slow-setup-20s": 2, "venv-editable": 2}
 
 
-def run_suite(root: Path, variant: str) -> PytestRun:
+def run_suite(root: Path, variant: str, home: Path) -> PytestRun:
     out = root / "runs"
     args = ["-p", "no:cacheprovider", "--agentbench-suite", SUITE,
             f"--agentbench-taskpacks={TASKPACKS}", f"--agentbench-out={out}",
             f"--agentbench-variant={variant}", "-n", "2"]
-    return run_pytest(args, cwd=root, env=run_env(root / "home"), out=out, timeout=900)
+    return run_pytest(args, cwd=root, env=run_env(home), out=out, timeout=900)
 
 
 @pytest.fixture(scope="module")
-def oracle_run(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> PytestRun:
-    return run_suite(tmp_path_factory.mktemp("setups-oracle"), "oracle")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("setups-home")
 
 
 @pytest.fixture(scope="module")
-def nop_run(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> PytestRun:
-    return run_suite(tmp_path_factory.mktemp("setups-nop"), "nop")
+def oracle_run(docker_client: Any, tmp_path_factory: pytest.TempPathFactory,
+               home: Path) -> PytestRun:
+    """Cold: the first run in `home`, so every setup runs from PyPI."""
+    return run_suite(tmp_path_factory.mktemp("setups-oracle"), "oracle", home)
 
 
-def check_setups(run: PytestRun) -> dict[str, dict[str, Any]]:
+@pytest.fixture(scope="module")
+def nop_run(oracle_run: PytestRun, tmp_path_factory: pytest.TempPathFactory,
+            home: Path) -> PytestRun:
+    """Warm: after the oracle run in the same `home`, so each task's environment is restored
+    from the cache the oracle run filled (the venvs and editable installs must work restored)."""
+    return run_suite(tmp_path_factory.mktemp("setups-nop"), "nop", home)
+
+
+def check_setups(run: PytestRun, restored: bool) -> dict[str, dict[str, Any]]:
+    """`restored`: every task's environment came from the cache (no command ran), or none did."""
     records = run.run_dir.records_by_task()
     assert sorted(records) == list(TASKS), run.tail()
     for task, record in records.items():
         setup = record["setup"]
         assert record["result"]["failure_reason"] != "SETUP_FAILED", (task, record["result"])
         assert setup["ok"], (task, setup)
-        if not setup.get("reused_snapshot"):  # a restored environment runs no command
+        assert setup["reused_snapshot"] is restored, (task, setup)
+        if not restored:  # a restored environment runs no command
             assert setup["network"] and setup["commands"] == SETUP_COMMANDS[task], (task, setup)
         assert not setup["dirty_files"], (task, setup)  # .venv, *.egg-info: ignored, not dirty
     return records
@@ -59,14 +73,14 @@ def check_setups(run: PytestRun) -> dict[str, dict[str, Any]]:
 def test_every_task_passes_under_the_oracle(oracle_run: PytestRun) -> None:
     oracle_run.assert_outcomes(passed=len(TASKS))
     assert oracle_run.xdist_items == len(TASKS) and oracle_run.returncode == 0
-    for task, record in check_setups(oracle_run).items():
+    for task, record in check_setups(oracle_run, restored=False).items():
         assert record["result"]["passed"], (task, record["result"])
         assert record["pytest_outcome"] == "passed"
 
 
 def test_every_task_fails_its_tests_under_nop(nop_run: PytestRun) -> None:
     nop_run.assert_outcomes(failed=len(TASKS))
-    for task, record in check_setups(nop_run).items():
+    for task, record in check_setups(nop_run, restored=True).items():
         result = record["result"]
         assert result["failure_reason"] == "TESTS_FAILED", (task, result)
         assert result["tests_failed"] >= 1 and result["tests_passed"] >= 1, (task, result)
