@@ -1,5 +1,6 @@
 """`--agentbench-sequential` with two xdist workers, and against a baseline made at another
-`--agentbench-resources-scale` (the pack, agents and helpers of test_sequential_e2e.py)."""
+`--agentbench-resources-scale` (the pack, agents, helpers and shared baseline run of
+tests/support/sequential_runs.py)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ import json
 
 import pytest
 
-from tests.e2e.test_sequential_e2e import (
+from tests.support.sequential_runs import (
     BASELINE_PASSES,
     CANDIDATE_PASSES,
     SAME_HARNESS,
+    SHARED_BASELINE,
     TASKS,
+    Baseline,
     gate,
     pack,
     the_run,
@@ -22,16 +25,13 @@ from tests.support.tiny_pack import Pack, output, run_dirs, run_suite
 __all__ = ["pack"]  # the fixture
 
 
+@SHARED_BASELINE
 def test_a_worse_candidate_on_two_workers_stops_early_with_regression(
-        pytester: pytest.Pytester, pack: Pack) -> None:
+        pytester: pytest.Pytester, sequential_baseline: Baseline) -> None:
     """The controller decides as the workers' tasks finish, in the recorded order; the tasks
     in flight when it stops may still be recorded, none is started after."""
-    base = pytester.path
-    run_suite(pytester, f"--agentbench-variant={variant(base, 'base', BASELINE_PASSES)}",
-              "--agentbench-run-name=baseline", "-n", "2")
-    result = run_suite(pytester, f"--agentbench-variant={variant(base, 'cand', CANDIDATE_PASSES)}",
-                       "--agentbench-run-name=candidate", "--agentbench-sequential=baseline",
-                       "--agentbench-sequential-seed=7", "-n", "2", *SAME_HARNESS)
+    result = sequential_baseline.candidate(pytester, "candidate", CANDIDATE_PASSES,
+                                           "--agentbench-sequential-seed=7", "-n", "2")
     text = output(result)
     assert result.ret == 1, text  # the gate's REGRESSION
     candidate = the_run(pytester, "candidate")
@@ -47,7 +47,7 @@ def test_a_worse_candidate_on_two_workers_stops_early_with_regression(
 
     assert seq["order"] == task_order(7, TASKS)[:used]
     assert f"REGRESSION after {used} task(s)" in text
-    proc = gate("--baseline", str(the_run(pytester, "baseline")), "--candidate", str(candidate),
+    proc = gate("--baseline", str(sequential_baseline.run_dir), "--candidate", str(candidate),
                 "--sequential", "--format", "json", "--allow-mismatch", "harness_version")
     assert proc.returncode == 1, proc.stderr
     offline = json.loads(proc.stdout)
