@@ -53,7 +53,7 @@ def run_agent(at: Attempt, sandbox: Sandbox, agent: Agent) -> RecordingToolbox:
     # Its first snapshot is harness work: the agent's clock starts after it.
     toolbox = at.toolbox = RecordingToolbox(
         inner, sandbox, at.paths, at.events, at.cfg.redact, deadline=math.inf,
-        started=at.snapshot_start,
+        snapshots=at.snapshots,
     )
     output = at.baseline_output
     assert output is not None  # the baseline ran

@@ -37,6 +37,7 @@ from pytest_agentbench.schemas.taxonomy import Reason
 from pytest_agentbench.text.signatures import sha256
 
 if TYPE_CHECKING:
+    from pytest_agentbench.core.gitops import Snapshotter
     from pytest_agentbench.tasks.loader import LoadedTask
 
 
@@ -90,7 +91,7 @@ class Attempt:
         self.baseline_output: ExecResult | None = None  # the first baseline run
         self.baseline_results: evidence_mod.JunitResults | None = None
         self.toolbox: RecordingToolbox | None = None
-        self.snapshot_start: str | None = None  # gitops.START_SCRIPT's output, run at baseline
+        self.snapshots: Snapshotter | None = None  # the agent's, started by the baseline runs
         self.score_ahead: SandboxOpening | None = None  # scoring's sandbox, opening from the agent
         # phase's start (core/sandbox_ahead.py); scoring takes it, the attempt's end discards it
         self.agent_overran = False

@@ -20,7 +20,7 @@ import pytest_agentbench.core.hidden_tests as hidden_tests
 from pytest_agentbench.core.attempt import Attempt, Failure
 from pytest_agentbench.core.attempt_config import pip_cache_dir
 from pytest_agentbench.core.envcache import CacheHold, cache_key
-from pytest_agentbench.core.gitops import START_SCRIPT, dirty_tracked_files
+from pytest_agentbench.core.gitops import START_SCRIPT, Snapshotter, dirty_tracked_files
 from pytest_agentbench.repos.sources import resolve_source
 from pytest_agentbench.sandbox.port import ExecResult, Sandbox
 from pytest_agentbench.schemas.records import SetupInfo
@@ -279,29 +279,38 @@ def baseline(at: Attempt, sandbox: Sandbox) -> None:
 def _failing_runs(at: Attempt, sandbox: Sandbox, forget: bool = False) -> list[ExecResult]:
     """The failing command `baseline_runs` times; the first run's pytest results kept (and,
     with `forget`, their file removed: a copy's sandbox, not the agent's). In the agent's
-    sandbox the last run also starts the agent's snapshots (gitops.START_SCRIPT, its output in
-    `at.snapshot_start`)."""
+    sandbox the runs also start the agent's snapshots (`at.snapshots`)."""
     validation = at.spec.validation
     results = []
-    for i in range(validation.baseline_runs):
+    runs = validation.baseline_runs
+    # In the agent's sandbox the agent's snapshots start after the first run and take the base
+    # tree after the last, in those runs' own execs (as the agent will find the workspace:
+    # nothing runs in it in between); with one run, it only starts them.
+    snapshots = None if forget or not getattr(sandbox, "runs_epilogues", False) \
+        else Snapshotter(sandbox)
+    for i in range(runs):
         path, env = at.results_env()
-        last = i == validation.baseline_runs - 1
+        epilogue, snapshot_env = "", dict[str, str]()
+        if snapshots is not None and (i == 0 or i == runs - 1):
+            first = snapshots.first_script() if i > 0 else None
+            epilogue, snapshot_env = first if first is not None else (START_SCRIPT, {})
         results.append(at.run_command(
             sandbox,
             "baseline",
             validation.failing_command,
             at.spec.environment.tool_timeout_sec,
             log="failing" if i == 0 else f"failing_run{i + 1}",
-            env=env,
+            env={**env, **snapshot_env},  # the wrapper hides snapshot_env from the command
             results_path=path if i == 0 else "",
-            # the agent's first snapshot starts in the last run's exec, as the agent will find
-            # the workspace: nothing runs in it in between
-            epilogue=START_SCRIPT if last and not forget else "",
+            epilogue=epilogue,
         ))
-        if last and not forget:
-            at.snapshot_start = results[-1].epilogue_output
+        if snapshots is not None and epilogue == START_SCRIPT:
+            snapshots.started = results[-1].epilogue_output
+        elif snapshots is not None and epilogue:
+            snapshots.accept_first(results[-1].epilogue_output)
         if i == 0:
             at.baseline_results, _ = at.collect_results(sandbox, path, results[0])
         if forget:
             hidden_tests.forget_results(sandbox, path)
+    at.snapshots = snapshots
     return results

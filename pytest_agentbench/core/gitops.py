@@ -146,29 +146,65 @@ class Snapshotter:
             self.fingerprint, self.removed = "", True
         return accepted
 
-    def _start(self) -> None:
-        """The ignore rules and a new git dir: from START_SCRIPT's output when the caller ran it
-        (the epilogue of the last command before the agent: one exec fewer) and it is whole,
-        else from an exec of its own."""
+    # -- the first snapshot taken by the caller, after a command of its own (the baseline's) ----
+    def first_script(self) -> tuple[str, dict[str, str]] | None:
+        """The first snapshot's script and environment, for a caller that runs it after a
+        command in the same exec (port.EpilogueRunning), once START_SCRIPT's output was handed
+        over (`started`); None when it was not, or is not whole (the first `snapshot` then
+        starts and snapshots in execs of its own)."""
+        if self.gitdir is None and not self._take_started():
+            return None
+        head, env = self._head("")
+        del env["EXPECT"]  # a first snapshot checks no fingerprint
+        return (head + sh.PRELUDE + sh.FP + sh.UNCHANGED + sh.REBUILD_SCRIPT + sh.UPDATE
+                + sh.SNAPSHOT_DIFF), env
+
+    def accept_first(self, output: str | None) -> bool:
+        """Take `first_script`'s output (None: it did not run to the end) as the first snapshot;
+        False when it is not one: the git dir is forgotten and the first `snapshot` starts
+        again in execs of its own."""
+        if output is not None and self.gitdir is not None:
+            with contextlib.suppress(SnapshotError):
+                self._accept_text(output, ok=True, detail="(after the baseline)")
+                return True
+        self.gitdir, self.base, self.tree = None, "", ""
+        return False
+
+    def _take_started(self) -> bool:
+        """The ignore rules and git dir from START_SCRIPT's output handed over, if it is whole."""
         lines = (self.started or "").split("\n")
         self.started = None
         if len(lines) != 3 or not lines[1].startswith(sh.GITDIR_PREFIX) or lines[2]:
-            for _ in range(2):  # a lost output (ExecResult.output_lost): the script repeats
-                result = self.sandbox.exec(START_SCRIPT, timeout_sec=self.timeout_sec,
-                                           full_output=True)
-                if not result.output_lost:
-                    break
-            text = result.full_stdout if result.full_stdout is not None else result.stdout
-            lines = text.split("\n")
-            if not result.ok or len(lines) != 3 or not lines[1].startswith(sh.GITDIR_PREFIX):
-                raise SnapshotError(
-                    f"cannot start a snapshot (exit {result.exit_code}, timed out "
-                    f"{result.timed_out}, {len(lines)} lines): {result.stderr.strip()[-300:]}"
-                )
-        fields = _b64(lines[0]).split(b"\0")
-        sources = {fields[i]: _b64(fields[i + 1].decode()) for i in range(0, len(fields) - 1, 2)}
+            return False
+        try:
+            fields = _b64(lines[0]).split(b"\0")
+            sources = {fields[i]: _b64(fields[i + 1].decode())
+                       for i in range(0, len(fields) - 1, 2)}
+        except (SnapshotError, UnicodeDecodeError):
+            return False
         self.excludes = base_excludes(sources)
         self.gitdir = lines[1]
+        return True
+
+    def _start(self) -> None:
+        """The ignore rules and a new git dir: from START_SCRIPT's output when the caller ran it
+        (after the last command before the agent: one exec fewer) and it is whole, else from an
+        exec of its own."""
+        if self._take_started():
+            return
+        for _ in range(2):  # a lost output (ExecResult.output_lost): the script is repeatable
+            result = self.sandbox.exec(START_SCRIPT, timeout_sec=self.timeout_sec,
+                                       full_output=True)
+            if not result.output_lost:
+                break
+        text = result.full_stdout if result.full_stdout is not None else result.stdout
+        self.started = text
+        if not result.ok or not self._take_started():
+            raise SnapshotError(
+                f"cannot start a snapshot (exit {result.exit_code}, timed out "
+                f"{result.timed_out}, {len(text.splitlines())} lines): "
+                f"{result.stderr.strip()[-300:]}"
+            )
 
     def _ref(self, old: str, last: bool) -> str:
         """$REF for a snapshot from `old`: only when `old` is the last snapshot's tree and the git

@@ -44,7 +44,7 @@ class RecordingToolbox:
         events: EventSink,
         redact: Callable[[str], str],
         deadline: float,
-        started: str | None = None,
+        snapshots: Snapshotter | None = None,
     ) -> None:
         self.inner, self.sandbox, self.paths, self.events = inner, sandbox, paths, events
         self.redact, self.deadline = redact, deadline
@@ -55,8 +55,10 @@ class RecordingToolbox:
         self.patches_rejected = 0
         self.hunks_recounted = 0  # applied hunks whose header counts were corrected
         self.edits_refused = 0
-        self.snapshots = Snapshotter(sandbox, started=started)
-        self.base_tree = self.snapshots.snapshot()
+        # `snapshots`: started on this sandbox by the caller (the baseline runs' epilogues), its
+        # first snapshot the base tree if it took one
+        self.snapshots = snapshots if snapshots is not None else Snapshotter(sandbox)
+        self.base_tree = self.snapshots.base or self.snapshots.snapshot()
         self.last_tree = self.base_tree
         self.pending: int | None = None  # the step whose snapshot is still to be taken
         self.snapshot_ms = 0.0  # host time spent in step snapshots (the folded ones' own part)

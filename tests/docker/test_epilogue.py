@@ -67,3 +67,14 @@ def test_a_failed_too_large_or_killed_script_gives_nothing(sandbox: Any) -> None
     # and the host waits for it)
     timed = sandbox.exec("sleep 5", timeout_sec=1, epilogue="echo after")
     assert timed.timed_out and timed.epilogue_output == "after\n"
+
+
+def test_the_snapshot_chunks_reach_the_script_and_not_the_command(sandbox: Any) -> None:
+    env = {"AGENTBENCH_EXCL_00000": "abc", "AGENTBENCH_EXCL_00001": "def", "KEEP": "k"}
+    result = run(sandbox, "env | grep -c '^AGENTBENCH_EXCL_' || true; echo \"$KEEP\"",
+                 "env | grep '^AGENTBENCH_EXCL_' | sort; echo \"$KEEP\"", env=env)
+    assert result.stdout == "0\nk\n"
+    assert result.epilogue_output == "AGENTBENCH_EXCL_00000=abc\nAGENTBENCH_EXCL_00001=def\nk\n"
+    # without a script the command sees its environment whole (a folded snapshot reads them)
+    plain = sandbox.exec("env | grep -c '^AGENTBENCH_EXCL_'", timeout_sec=30, env=env)
+    assert plain.stdout == "2\n"

@@ -3,8 +3,9 @@ task without setup asks of the engine, command by command, so a change that adds
 the scoring sandbox's early start shows here rather than only as a slower benchmark.
 
 - No `git status` when nothing ran in the workspace since the harness checked it out.
-- The snapshots start (the ignore rules, the harness git dir) in the last baseline run's exec,
-  after it (sandbox/docker/policy.py EPILOGUE), not in an exec of their own.
+- The snapshots start (the ignore rules, the harness git dir) in the first baseline run's exec
+  and the base tree is taken in the last one's, after each command (sandbox/docker/policy.py
+  EPILOGUE), not in execs of their own.
 - pytest's results file is read back by the command that wrote it (sandbox/docker/policy.py
   COLLECT), not by a command of its own.
 - The pending step's snapshot and the final one are one exec when the step starts from the base.
@@ -117,9 +118,9 @@ def test_an_oracle_attempt_asks_the_engine_for_its_commands_and_little_more(
     assert steps[0] == "open agent"
     agent_execs = [s for s in steps if s.startswith("exec agent")]
     assert agent_execs == [
-        # the baseline twice (results read back); the last run also starts the snapshots
+        # the baseline twice (results read back); after the first the snapshots start, after
+        # the second the base tree is taken, each in the run's own exec
         "exec agent command", "exec agent command",
-        "exec agent snapshot",  # the base tree
         "exec agent snapshot",  # the oracle's step and the final diff, in one
     ], lines
     assert [s for s in steps if s.startswith("exec score")] == [

@@ -98,13 +98,16 @@ fi
 """
 # EPILOGUE: a harness script $6 (or "") run after the command and everything it started are gone,
 # as the command user in the command's directory, bounded by EPILOGUE_MAX_SEC, its stdin empty and
-# its stderr dropped; then its leftovers reaped. Its stdout on one line of its own before the
-# COLLECT line, nonce first: "+" and the stdout in base64 when it exited 0, "-" otherwise. The host
-# reads it only when the line fits EPILOGUE_MAX_BYTES (else it runs the script by itself).
+# its stderr dropped; then its leftovers reaped. With a script, the environment it reads that the
+# command must not see (the snapshot's AGENTBENCH_EXCL_* chunks) is exported to it alone. Its
+# stdout on one line of its own before the COLLECT line, nonce first: "+" and the stdout in base64
+# when it exited 0, "-" otherwise. The host reads it only when the line fits EPILOGUE_MAX_BYTES
+# (else it runs the script by itself).
 EPILOGUE_MAX_SEC = 20
 EPILOGUE_MAX_BYTES = 256 * 1024
 EPILOGUE_MARK = b"\n\x1eagentbench-epilogue:"
 EPILOGUE = r"""if [ -n "$6" ]; then
+  [ -n "$x" ] && export $x
   e=$(set -o pipefail; command -p timeout -k 1 """ + str(EPILOGUE_MAX_SEC) + r""" bash -c "$6" \
       2>/dev/null </dev/null | command -p base64 -w0) && e=+$e || e=-
   reap
@@ -116,6 +119,7 @@ WRAPPER = (
     + r"""reap
 oomc; o0=$o
 [ -n "$3" ] && ulimit -f "$3"
+x=; [ -n "$6" ] && x=${!AGENTBENCH_EXCL_*} && [ -n "$x" ] && export -n $x
 set -m
 command -p timeout -k 2 "$1" bash -c "$2" 2>&3 3>&- & t=$!
 wait "$t"; rc=$?
