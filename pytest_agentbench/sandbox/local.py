@@ -138,8 +138,18 @@ class LocalSandbox:
 
     def facts(self) -> dict[str, Any]:
         if self._facts is None:
-            result = self.exec(FACTS_SCRIPT, timeout_sec=60)
-            self._facts = parse_facts(result.stdout)
+            # FACTS_SCRIPT (`python -m pytest --version` loads every plugin: 0.3 s) once per
+            # process for one environment: the same variables, and the env dir's bin and lib as
+            # they are (a setup that made a venv or installed something there changes them)
+            key = (tuple(sorted(self.environment(None).items())),
+                   _state(self.spec.env_dir / "bin"), _state(self.spec.env_dir / "lib"))
+            with _FACTS_LOCK:
+                cached = _FACTS.get(key)
+            if cached is None:
+                cached = parse_facts(self.exec(FACTS_SCRIPT, timeout_sec=60).stdout)
+                with _FACTS_LOCK:
+                    _FACTS[key] = cached
+            self._facts = cached
         return {
             "sandbox": "local", "isolation": "none", "host": platform.node(),
             "workdir": str(self.spec.workspace), "env": redact_env(self.spec.env),
@@ -155,6 +165,19 @@ class LocalSandbox:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_FACTS: dict[Any, dict[str, str]] = {}  # environment -> OS facts, for this process
+_FACTS_LOCK = threading.Lock()
+
+
+def _state(path: Path) -> tuple[int, int, int] | None:
+    """A directory as it is now (inode, mtime, ctime), or None if it is not there."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_ctime_ns
 
 
 def _killpg(pgid: int, sig: signal.Signals) -> None:
