@@ -8,12 +8,14 @@ forged object under the base tree's id (in the git dir's object store or in `$GD
 the first snapshot's rebuild reads as an alternate) or swapping the git dir for a symlink does not
 change the base tree: it is the one a snapshot of its own takes.
 
-Findings (xfail strict, they pass once fixed): on an image without the execute-only shell the
-command reads the wrapper's nonce from /proc/<wrapper>/environ, prints a forged epilogue (or
-results-file) line and a forged trailer, and kills the wrapper: the host refuses the forged
-status since d44feb9, yet still takes the forged epilogue output and file content (the forged
-trailer makes `seen` non-None). And the private shell is believed from the image's label alone:
-a label naming a readable bash makes a forged 0 the exit status.
+Found, and fixed with these tests (each failed before): on an image without the execute-only
+shell the command reads the wrapper's nonce from /proc/<wrapper>/environ, prints a forged
+epilogue (or results-file) line and a forged trailer, and kills the wrapper: the host refused the
+forged status since d44feb9, yet took the forged epilogue output and file content; now those
+lines are read only when the trailer is trusted. And the private shell was believed from the
+image's label alone: a label naming a readable bash made a forged 0 the exit status; now the
+label's shell is checked once per image (root's, neither readable nor writable by the command
+user) before it is trusted.
 """
 
 from __future__ import annotations
@@ -66,8 +68,6 @@ def readable_shell_image(docker_sandboxes: Any) -> Iterator[str]:
     yield from _image(docker_sandboxes, "/bin/bash", "epilogue-readable-shell")
 
 
-@pytest.mark.xfail(strict=True, reason="finding 1: sandbox.py takes the epilogue line whenever "
-                   "a trailer parses, also without the private shell (nonce readable)")
 def test_a_stolen_nonce_forges_no_epilogue_output(make_docker_sandbox: MakeSandbox,
                                                   plain_shell_image: str) -> None:
     sandbox = make_docker_sandbox(image=plain_shell_image)
@@ -79,7 +79,6 @@ def test_a_stolen_nonce_forges_no_epilogue_output(make_docker_sandbox: MakeSandb
     assert result.epilogue_output != FORGED  # ... but the epilogue's output is the forger's
 
 
-@pytest.mark.xfail(strict=True, reason="finding 1: the COLLECT line (results file) likewise")
 def test_a_stolen_nonce_forges_no_results_file(make_docker_sandbox: MakeSandbox,
                                                plain_shell_image: str) -> None:
     sandbox = make_docker_sandbox(image=plain_shell_image)
@@ -89,8 +88,6 @@ def test_a_stolen_nonce_forges_no_results_file(make_docker_sandbox: MakeSandbox,
     assert not (result.file_read and result.file_content == FORGED.encode())
 
 
-@pytest.mark.xfail(strict=True, reason="finding 2: the private shell is taken from the image's "
-                   "label, never checked to be execute-only; since d44feb9 it decides the status")
 def test_a_label_naming_a_readable_shell_forges_no_status(make_docker_sandbox: MakeSandbox,
                                                           readable_shell_image: str) -> None:
     sandbox = make_docker_sandbox(image=readable_shell_image)

@@ -64,6 +64,7 @@ class DockerSandboxFactory:
         self._engine: dict[str, Any] | None = None
         self._open: dict[str, DockerSandbox] = {}
         self.os_facts_cache: dict[str, dict[str, str]] = {}  # image id -> OS facts
+        self.private_shells: dict[str, bool] = {}  # image|shell|user -> checked execute-only
         self._lock = threading.Lock()
         self._loopfs_problem: str | None = ""  # "": not checked yet
 

@@ -57,6 +57,7 @@ class ContainerHost(Protocol):
     """What a DockerSandbox needs from the factory that opened it (DockerSandboxFactory)."""
 
     os_facts_cache: dict[str, dict[str, str]]  # image id -> OS facts, probed once per image
+    private_shells: dict[str, bool]  # image|shell|user -> the label's shell is execute-only
 
     @property
     def client(self) -> docker.DockerClient: ...
@@ -144,8 +145,10 @@ class DockerSandbox:
                               measure=self._measure_workspace)
         self._args = args
         self._image = image
-        self._shell = str(image.get("shell") or "bash")  # the image's execute-only shell
-        self._private_shell = bool(image.get("shell"))
+        # the image's execute-only shell, once checked to be one (`_check_shell`); until then
+        # and otherwise a plain bash, whose wrapper the command can read
+        self._shell, self._private_shell = "bash", False
+        self._shell_checked = not image.get("shell")
         self._os_facts: dict[str, str] | None = None
         self._broken: SandboxError | None = None
         self._lock = threading.Lock()
@@ -162,6 +165,8 @@ class DockerSandbox:
         `epilogue`: a script it runs after the command (port.EpilogueRunning)."""
         with self._lock:
             self._check_usable()
+            if not self._shell_checked:
+                self._check_shell(str(self._image["shell"]))
             return self._exec(command, max(float(timeout_sec), 0.001), env, cwd,
                               full_output or self.spec.full_logs, collect_file, epilogue)
 
@@ -224,11 +229,13 @@ class DockerSandbox:
         elapsed = time.monotonic() - start
         trailer = err.pop_trailer(policy.TRAILER + nonce.encode())
         seen = policy.parse_trailer(trailer, nonce)
-        collected = _collected(err, nonce) if collect_file and seen is not None else None
-        after = _epilogue_output(err, nonce) if epilogue and seen is not None else None
-        # the trailer's status when only the wrapper can have written it (the nonce is secret
-        # under the execute-only shell) and the host did not kill it; else the engine's
+        # the trailer, and the lines before it, only when the wrapper alone can have written
+        # them: the nonce is secret under the execute-only shell (a readable wrapper's can be
+        # stolen, lines forged and the wrapper killed), and the host did not kill it; else the
+        # engine's status, and the caller reads the file or runs the script by itself
         trusted = seen is not None and self._private_shell and not (overran or disk_hit)
+        collected = _collected(err, nonce) if collect_file and trusted else None
+        after = _epilogue_output(err, nonce) if epilogue and trusted else None
         exit_code = seen[0] if trusted and seen is not None else self._exit_code(exec_id)
         if seen is None and not (overran or disk_hit):
             self._reap("its wrapper was killed")  # its processes may still run
@@ -252,6 +259,28 @@ class DockerSandbox:
             result = dataclasses.replace(result, file_read=collected[0],
                                          file_content=collected[1])
         return result if after is None else dataclasses.replace(result, epilogue_output=after)
+
+    def _check_shell(self, shell: str) -> None:
+        """The image's label names an execute-only shell: it is taken only if the command user
+        can neither read nor write it and root owns it (an image may label any file so), once
+        per image, shell and user for the factory's life. Anything else, or no answer: bash."""
+        key = f"{self._image.get('id') or self.spec.image}|{shell}|{self.user}"
+        private = self._factory.private_shells.get(key)
+        if private is None:
+            check = ('[ -x "$1" ] && [ ! -r "$1" ] && [ ! -w "$1" ] && [ ! -L "$1" ] && '
+                     '[ "$(stat -c %u "$1")" = 0 ] && echo private')
+            try:
+                exec_id = self._api.exec_create(self.container_id, ["/bin/sh", "-c", check,
+                                                                    "sh", shell],
+                                                user=self.user)["Id"]
+                output = self._api.exec_start(exec_id)
+            except DockerErrors as exc:
+                raise self._failure("cannot check the image's shell", exc) from exc
+            text = output.decode(errors="replace") if isinstance(output, bytes) else str(output)
+            private = self._factory.private_shells[key] = text.strip() == "private"
+        self._shell_checked = True
+        if private:
+            self._shell, self._private_shell = shell, True
 
     def _wait(self, reader: threading.Thread, deadline: float) -> tuple[bool, bool]:
         """Wait for the command's stream to end: (overran the deadline, grew past the disk
