@@ -128,3 +128,12 @@ def test_under_the_private_shell_the_status_comes_without_asking_the_engine(
         assert result.exit_code == 137 and len(inspected) >= 1
     finally:
         del sandbox._api.exec_inspect
+
+
+def test_the_facts_say_which_shell_the_wrapper_runs_under(
+    make_docker_sandbox: MakeSandbox, plain_shell_image: str,
+) -> None:
+    """Read before any command (the OS facts of an image are probed once, so a second sandbox's
+    facts run nothing), `private_shell` is the checked answer, not the label's."""
+    assert [make_docker_sandbox().facts()["private_shell"] for _ in range(2)] == [True, True]
+    assert make_docker_sandbox(image=plain_shell_image).facts()["private_shell"] is False

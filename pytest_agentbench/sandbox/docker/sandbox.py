@@ -386,6 +386,10 @@ class DockerSandbox:
 
     # -- facts and lifecycle --------------------------------------------------------------------
     def facts(self) -> dict[str, Any]:
+        if not self._shell_checked:  # what `private_shell` says below is the checked answer
+            with self._lock:
+                self._check_usable()
+                self._check_shell(str(self._image["shell"]))
         if self._os_facts is None:
             # The probe costs ~1 s (python, pip, pytest start-ups); the image decides its answer.
             key = str(self._image.get("id") or self.spec.image)
