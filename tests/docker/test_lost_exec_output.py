@@ -20,7 +20,7 @@ from tests.support.sandboxes import open_labelled, small_spec
 
 
 class DropStreams:
-    """Wraps the low-level API: the next `drops` exec streams arrive empty."""
+    """Wraps the low-level API: the next `drops` streamed execs (commands) arrive empty."""
 
     def __init__(self, api: Any) -> None:
         self.api, self.drops, self.dropped = api, 0, 0
@@ -30,8 +30,8 @@ class DropStreams:
 
     def exec_start(self, exec_id: str, **kwargs: Any) -> Any:
         stream = self.api.exec_start(exec_id, **kwargs)
-        if self.drops <= 0:
-            return stream
+        if self.drops <= 0 or not kwargs.get("stream"):  # commands' streams, not the sandbox's
+            return stream  # own one-shot checks (the image's shell, once per image)
         self.drops -= 1
         self.dropped += 1
         for _ in stream:  # the command runs to its end; its output goes nowhere
