@@ -14,8 +14,6 @@ plain SandboxError. The factory that opens these is in sandbox/docker/factory.py
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
 import dataclasses
 import os
@@ -29,6 +27,7 @@ from typing import Any, Protocol
 import docker
 
 import pytest_agentbench.sandbox.disk as disk
+import pytest_agentbench.sandbox.docker.exec_lines as exec_lines
 import pytest_agentbench.sandbox.docker.policy as policy
 from pytest_agentbench.paths.files import Files
 from pytest_agentbench.paths.host_files import HostFiles
@@ -65,53 +64,6 @@ class ContainerHost(Protocol):
     def engine_facts(self) -> dict[str, Any]: ...
     def loopfs_problem(self) -> str | None: ...
     def forget(self, container_id: str) -> None: ...
-
-
-# the COLLECT line at its largest: the base64 of COLLECT_MAX_BYTES + 1 bytes, nonce and marks
-COLLECT_WINDOW = 4 * (policy.COLLECT_MAX_BYTES + 3) // 3 + 256
-
-
-def _collected(err: OutputBuffer, nonce: str) -> tuple[bool, bytes | None]:
-    """The wrapper's COLLECT line (docker.policy), taken off the stream: (read, content; None
-    when no regular file was there). Not read: a larger file, one the wrapper could not read, a
-    line missing or malformed; the caller then reads the file with a command of its own."""
-    prefix = policy.FILE_MARK + nonce.encode() + b" "
-    line = err.pop_trailer(prefix, window=COLLECT_WINDOW)
-    if line is None:
-        return False, None
-    value = line[len(prefix):].rstrip(b"\n")
-    if value == b".":
-        return True, None
-    if not value.startswith(b"+"):
-        return False, None
-    try:
-        data = base64.b64decode(value[1:], validate=True)
-    except (binascii.Error, ValueError):
-        return False, None
-    return (True, data) if len(data) <= policy.COLLECT_MAX_BYTES else (False, None)
-
-
-# the EPILOGUE line at its largest
-EPILOGUE_WINDOW = 4 * (policy.EPILOGUE_MAX_BYTES + 3) // 3 + 256
-
-
-def _epilogue_output(err: OutputBuffer, nonce: str) -> str | None:
-    """The wrapper's EPILOGUE line (docker.policy), taken off the stream: the script's stdout when
-    it exited 0 and fits EPILOGUE_MAX_BYTES, else None (the caller runs it by itself)."""
-    prefix = policy.EPILOGUE_MARK + nonce.encode() + b" "
-    line = err.pop_trailer(prefix, window=EPILOGUE_WINDOW)
-    if line is None:
-        return None
-    value = line[len(prefix):].rstrip(b"\n")
-    if not value.startswith(b"+"):
-        return None
-    try:
-        data = base64.b64decode(value[1:], validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    if len(data) > policy.EPILOGUE_MAX_BYTES:
-        return None
-    return data.decode("utf-8", errors="replace")
 
 
 def _drain(stream: Iterator[tuple[bytes | None, bytes | None]], out: OutputBuffer,
@@ -234,8 +186,8 @@ class DockerSandbox:
         # stolen, lines forged and the wrapper killed), and the host did not kill it; else the
         # engine's status, and the caller reads the file or runs the script by itself
         trusted = seen is not None and self._private_shell and not (overran or disk_hit)
-        collected = _collected(err, nonce) if collect_file and trusted else None
-        after = _epilogue_output(err, nonce) if epilogue and trusted else None
+        collected = exec_lines.collected(err, nonce) if collect_file and trusted else None
+        after = exec_lines.epilogue_output(err, nonce) if epilogue and trusted else None
         exit_code = seen[0] if trusted and seen is not None else self._exit_code(exec_id)
         if seen is None and not (overran or disk_hit):
             self._reap("its wrapper was killed")  # its processes may still run
