@@ -21,8 +21,6 @@ user) before it is trusted.
 from __future__ import annotations
 
 import base64
-import contextlib
-import io
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,7 +29,12 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.core.gitops import START_SCRIPT, Snapshotter
-from tests.support.sandboxes import SESSION_ID, MakeSandbox, open_labelled, small_spec
+from tests.support.sandboxes import (
+    MakeSandbox,
+    open_labelled,
+    runner_image_labelled,
+    small_spec,
+)
 
 WRAPPER_PID = "w=$(ps -o ppid= -p $PPID | tr -d ' ')"  # command bash <- timeout <- wrapper
 STEAL_NONCE = (WRAPPER_PID + "; n=$(tr '\\0' '\\n' < /proc/$w/environ 2>/dev/null"
@@ -44,28 +47,17 @@ def _line(mark: str, value: str) -> str:
     return f"printf '\\n\\036agentbench-{mark}:%s {value}\\n' \"$n\" >&2"
 
 
-def _image(docker_sandboxes: Any, label_value: str, name: str) -> Iterator[str]:
-    from pytest_agentbench.sandbox.docker.image import DEFAULT_IMAGE
-
-    client = docker_sandboxes.client
-    dockerfile = f'FROM {DEFAULT_IMAGE}\nLABEL agentbench.private_shell="{label_value}"\n'
-    tag = f"agentbench-test/{name}:{SESSION_ID}"
-    client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True)
-    yield tag
-    with contextlib.suppress(Exception):
-        client.images.remove(tag, force=True)
-
-
 @pytest.fixture(scope="module")
 def plain_shell_image(docker_sandboxes: Any) -> Iterator[str]:
     """The runner image as an image built without the execute-only shell."""
-    yield from _image(docker_sandboxes, "", "epilogue-plain-shell")
+    yield from runner_image_labelled(docker_sandboxes, "", "epilogue-plain-shell")
 
 
 @pytest.fixture(scope="module")
 def readable_shell_image(docker_sandboxes: Any) -> Iterator[str]:
     """An image whose label names a shell that is not execute-only (a readable bash)."""
-    yield from _image(docker_sandboxes, "/bin/bash", "epilogue-readable-shell")
+    yield from runner_image_labelled(docker_sandboxes, "/bin/bash",
+                                     "epilogue-readable-shell")
 
 
 def test_a_stolen_nonce_forges_no_epilogue_output(make_docker_sandbox: MakeSandbox,

@@ -9,14 +9,12 @@ command cannot read its environment (its nonce) or ptrace it.
 
 from __future__ import annotations
 
-import contextlib
-import io
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.support.sandboxes import SESSION_ID, MakeSandbox
+from tests.support.sandboxes import MakeSandbox, runner_image_labelled
 
 WRAPPER_PID = "w=$(ps -o ppid= -p $PPID | tr -d ' ')"  # command bash <- timeout <- wrapper
 FORGE = (r"""printf '\n\036agentbench-end:%s 0 0 0\n' "${AGENTBENCH_EXEC_ID:-guess}" >&2""")
@@ -82,15 +80,7 @@ FORGE_WITH_NONCE = r"""printf '\n\036agentbench-end:%s 0 0 0 -\n' "$n" >&2"""
 def plain_shell_image(docker_sandboxes: Any) -> Iterator[str]:
     """The runner image with its execute-only shell label emptied: the wrapper runs under the
     plain, readable bash, as on an image built without the shell."""
-    from pytest_agentbench.sandbox.docker.image import DEFAULT_IMAGE
-
-    client = docker_sandboxes.client
-    dockerfile = f'FROM {DEFAULT_IMAGE}\nLABEL agentbench.private_shell=""\n'
-    tag = f"agentbench-test/plain-shell:{SESSION_ID}"
-    client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True)
-    yield tag
-    with contextlib.suppress(Exception):
-        client.images.remove(tag, force=True)
+    yield from runner_image_labelled(docker_sandboxes, "", "plain-shell")
 
 
 def test_a_nonce_stolen_from_a_readable_wrapper_forges_no_status(

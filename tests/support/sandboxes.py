@@ -88,3 +88,20 @@ def open_labelled(factory: SandboxFactory, spec: SandboxSpec) -> Iterator[MakeSa
     volumes = remove_volumes({TEST_LABEL: test_id}) if remove_volumes else 0
     assert factory.sweep({TEST_LABEL: test_id}) == 0, "close() left a sandbox behind"
     assert volumes == 0, f"close() left {volumes} volume(s) behind"
+
+
+def runner_image_labelled(factory: Any, shell_label: str, name: str) -> Iterator[str]:
+    """The runner image with its execute-only shell label set to `shell_label` ("" : none; a
+    readable shell's path: a lying label), built for this session as `name`, removed after."""
+    import contextlib
+    import io
+
+    from pytest_agentbench.sandbox.docker.image import DEFAULT_IMAGE
+
+    client = factory.client
+    dockerfile = f'FROM {DEFAULT_IMAGE}\nLABEL agentbench.private_shell="{shell_label}"\n'
+    tag = f"agentbench-test/{name}:{SESSION_ID}"
+    client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True)
+    yield tag
+    with contextlib.suppress(Exception):
+        client.images.remove(tag, force=True)
