@@ -17,6 +17,7 @@ from typing import Any
 import pandas  # noqa: F401 - see below
 import pytest
 
+from pytest_agentbench.reporting.runs import newest_run
 from pytest_agentbench.schemas.records import AttemptRecord
 from tests.support.run_dirs import run_dirs as dirs_under
 
@@ -121,6 +122,14 @@ def run_suite(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 def run_dirs(pytester: pytest.Pytester) -> list[Path]:
     root = pytester.path / "reports" / "runs"
     return dirs_under(root)
+
+
+def newest_run_dir(pytester: pytest.Pytester) -> Path:
+    """The run that started last (run.json's `started_at`): two runs in one second have names
+    that do not sort by time (the stamp is to the second, then a random suffix)."""
+    newest = newest_run(pytester.path / "reports" / "runs")
+    assert newest is not None, run_dirs(pytester)
+    return newest
 
 
 def only_run_dir(pytester: pytest.Pytester) -> Path:

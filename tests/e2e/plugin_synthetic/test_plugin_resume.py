@@ -14,14 +14,12 @@ from tests.support.tiny_pack import (
     SUITE,
     Pack,
     attempts,
+    newest_run_dir,
     only_run_dir,
     output,
     run_dirs,
     run_suite,
 )
-
-USAGE_ERROR = 4  # pytest.ExitCode.USAGE_ERROR
-
 
 # --------------------------------------------------------------------------- resume
 
@@ -53,7 +51,7 @@ def test_resume_with_a_different_variant_is_refused(
     run_dir = only_run_dir(pytester)
     before = (run_dir / "attempts.jsonl").read_bytes()
     result = run_suite(pytester, "--agentbench-resume", str(run_dir), "--agentbench-variant", "nop")
-    assert result.ret == USAGE_ERROR
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
     errors = [line for line in result.stderr.lines if line.strip()]
     assert len(errors) == 1, errors
     assert errors[0].startswith(f"ERROR: --agentbench-resume {run_dir}: the configuration differs")
@@ -72,7 +70,7 @@ def test_resume_with_other_run_options_is_refused(
     run_suite(pytester, "-k", "good-a").assert_outcomes(passed=1, deselected=3)
     run_dir = only_run_dir(pytester)
     result = run_suite(pytester, "--agentbench-resume", str(run_dir), "-k", "good-a", *changed)
-    assert result.ret == USAGE_ERROR
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "the configuration differs" in result.stderr.str()
     assert field in result.stderr.str()
     assert len(attempts(run_dir)) == 1
@@ -81,7 +79,7 @@ def test_resume_with_other_run_options_is_refused(
 def test_resume_of_a_directory_that_is_no_run(pytester: pytest.Pytester, standard: Pack) -> None:
     not_a_run = pytester.mkdir("elsewhere")
     result = run_suite(pytester, "--agentbench-resume", str(not_a_run))
-    assert result.ret == USAGE_ERROR
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "no run.json there (not a run directory)" in result.stderr.str()
     assert "Traceback" not in output(result)
 
@@ -101,7 +99,7 @@ def setup_task(pack: Pack, task_id: str, setup: str) -> None:
 
 
 def environment_of(pytester: pytest.Pytester, task_id: str) -> dict[str, Any]:
-    run_dir = run_dirs(pytester)[-1]
+    run_dir = newest_run_dir(pytester)
     return json.loads((run_dir / "tasks" / task_id / "meta" / "environment.json").read_text())
 
 
@@ -110,7 +108,7 @@ def test_env_snapshot_is_reused_on_the_second_run(pytester: pytest.Pytester, pac
     cache = pytester.path / "env-cache"
     for expected_reuse in (False, True):
         run_suite(pytester, f"--agentbench-env-cache={cache}").assert_outcomes(passed=1)
-        record = attempts(run_dirs(pytester)[-1])[0]
+        record = attempts(newest_run_dir(pytester))[0]
         assert record["setup"]["reused_snapshot"] is expected_reuse
     assert len([p for p in cache.iterdir() if not p.name.startswith(".")]) == 1
 
@@ -124,7 +122,7 @@ def test_what_setup_writes_into_the_workspace_is_cached_with_it(
     cache = pytester.path / "env-cache"
     for verdict in ("built", "hit"):
         run_suite(pytester, f"--agentbench-env-cache={cache}").assert_outcomes(passed=1)
-        record = attempts(run_dirs(pytester)[-1])[0]
+        record = attempts(newest_run_dir(pytester))[0]
         assert record["setup"]["env_cache"] == verdict
     (entry,) = [p for p in cache.iterdir() if not p.name.startswith(".")]
     assert (entry / "repo" / "built.txt").read_text() == "built\n"

@@ -20,9 +20,6 @@ from tests.support.tiny_pack import (
     run_suite,
 )
 
-USAGE_ERROR = 4  # pytest.ExitCode.USAGE_ERROR
-
-
 # --------------------------------------------------------------------------- selection
 
 
@@ -141,7 +138,7 @@ def test_attempts_make_one_item_per_attempt(pytester: pytest.Pytester, standard:
 )
 def test_attempts_must_be_positive(pytester: pytest.Pytester, standard: Pack, count: str) -> None:
     result = run_suite(pytester, "--agentbench-attempts", count)
-    assert result.ret == USAGE_ERROR
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--agentbench-attempts: expected a positive integer" in result.stderr.str()
 
 

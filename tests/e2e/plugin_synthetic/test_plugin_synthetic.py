@@ -29,9 +29,6 @@ from tests.support.tiny_pack import (
     sections,
 )
 
-USAGE_ERROR = 4  # pytest.ExitCode.USAGE_ERROR
-
-
 # --------------------------------------------------------------------------- activation
 
 
@@ -52,7 +49,7 @@ def test_unknown_suite_is_a_usage_error_naming_the_suites(
     pack.task("good-a")
     pack.task("other-task", suite="zeta")
     result = run(pytester, "--agentbench-suite", "does-not-exist")
-    assert result.ret == USAGE_ERROR
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
     assert "no such suite 'does-not-exist'" in err
     assert "existing suites: synth, zeta" in err
@@ -62,7 +59,7 @@ def test_unknown_suite_is_a_usage_error_naming_the_suites(
 
 def test_unknown_variant_is_a_usage_error(pytester: pytest.Pytester, standard: Pack) -> None:
     result = run_suite(pytester, "--agentbench-variant", "missing.yaml")
-    assert result.ret == USAGE_ERROR
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "variant file missing.yaml: not found" in result.stderr.str()
     assert "Traceback" not in output(result)
 
@@ -199,7 +196,7 @@ def test_a_plugin_hook_registers_an_agent(pytester: pytest.Pytester, pack: Pack)
 def test_unknown_agent_is_a_usage_error(pytester: pytest.Pytester, pack: Pack) -> None:
     pack.task("good-a")
     result = run_suite(pytester, "--agentbench-variant", "no-such-agent")
-    assert result.ret == USAGE_ERROR
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "unknown agent 'no-such-agent'" in result.stderr.str()
     assert "Traceback" not in output(result)
 
