@@ -20,9 +20,10 @@ import pytest_agentbench.core.hidden_tests as hidden_tests
 from pytest_agentbench.core.attempt import Attempt, Failure
 from pytest_agentbench.core.attempt_config import pip_cache_dir
 from pytest_agentbench.core.envcache import CacheHold, cache_key
-from pytest_agentbench.core.gitops import START_SCRIPT, Snapshotter, dirty_tracked_files
+from pytest_agentbench.core.git_scripts import GIT
+from pytest_agentbench.core.gitops import START_SCRIPT, Snapshotter
 from pytest_agentbench.repos.sources import resolve_source
-from pytest_agentbench.sandbox.port import ExecResult, Sandbox
+from pytest_agentbench.sandbox.port import ExecResult, Sandbox, SandboxError
 from pytest_agentbench.schemas.records import SetupInfo
 from pytest_agentbench.schemas.taxonomy import Reason
 
@@ -314,3 +315,17 @@ def _failing_runs(at: Attempt, sandbox: Sandbox, forget: bool = False) -> list[E
             hidden_tests.forget_results(sandbox, path)
     at.snapshots = snapshots
     return results
+
+
+def dirty_tracked_files(sandbox: Sandbox, timeout_sec: float = 60) -> tuple[list[str], str]:
+    """Tracked files changed since checkout, and `git diff --stat` (setup must leave none)."""
+    result = sandbox.exec(
+        f"{GIT} status --porcelain --untracked-files=no && echo '@@stat@@' && "
+        f"{GIT} diff --stat HEAD",
+        timeout_sec=timeout_sec,
+    )
+    if not result.ok:
+        raise SandboxError(f"git status failed: {result.stderr.strip()[-300:]}")
+    status, _, stat = result.stdout.partition("@@stat@@\n")
+    files = sorted(line[3:] for line in status.splitlines() if line.strip())
+    return files, stat.strip()

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import shlex
 
+from pytest_agentbench.sandbox.port import PROLOGUE_MARK, PROLOGUE_MAX_BLOCK
+
 EXCLUDES = ["**/__pycache__/**", ".pytest_cache/**", "**/*.pyc", ".agentbench/**"]
 GITDIR_PREFIX = "/tmp/.agentbench-git."
 RACY_MARGIN_SEC = 2
@@ -219,8 +221,9 @@ GIT_DIR="$D" GIT_WORK_TREE="$PWD" g apply --binary --whitespace=nowarn "$PATCH"
 # the block is large, the snapshot was slow) prints FOLD_MARK + "defer" (and, if the snapshot went
 # through, the git dir's new fingerprint) and runs nothing: the host then snapshots in an exec of
 # its own, as without the fold, and runs the command after it.
-FOLD_MARK = "\x1eagentbench-fold:"
-FOLD_MAX_BLOCK = 12_000  # characters (ASCII) of the block; the command's head output stays whole
+# The block's shape is the one a sandbox's own prologue prints (sandbox/port.py PROLOGUE_MARK).
+FOLD_MARK = PROLOGUE_MARK
+FOLD_MAX_BLOCK = PROLOGUE_MAX_BLOCK  # characters (ASCII); the command's head output stays whole
 FOLD_MAX_US = 500_000  # microseconds the snapshot may take out of the command's budget
 FOLD_TAIL = r"""_ab_t=$EPOCHREALTIME
 _ab_b=$(_ab_snap)
@@ -237,3 +240,20 @@ fi
 if [ "$_ab_r" = 0 ]; then _ab_b=${_ab_b#*$'\n'*$'\n'*$'\n'*$'\n'}; else _ab_b=; fi
 printf '\036agentbench-fold:defer %s %s\n%s\n' "$_ab_r" "$_ab_u" "$_ab_b"
 """.replace("MAXB", str(FOLD_MAX_BLOCK)).replace("MAXU", str(FOLD_MAX_US))
+
+
+# A command's own snapshot after it, from the tree the snapshot before it took (sandbox port
+# EpilogueRunning): AGENTBENCH_CHAIN is that snapshot's first line (its tree) and the lines after
+# its third (END and its start, and the git dir's fingerprint, or SAME: unchanged, and the
+# fingerprint the host gave stands). The shortcut's $REF is its start less the racy margin, as the
+# host would derive it, unless it was SLOW or the host turned the shortcut off.
+CHAIN = r"""c=$AGENTBENCH_CHAIN; unset AGENTBENCH_CHAIN
+if [ -n "$c" ]; then
+  OLD=${c%%$'\n'*}; c=${c#*$'\n'}; e=${c%%$'\n'*}; f=${c#*$'\n'}; REF=
+  [ "$f" = SAME ] || EXPECT=$f
+  if [ -n "CHAINREF" ] && [[ $e =~ ^END\ ([0-9]+)[.,]([0-9]{6})$ ]]; then
+    m=$(( 10#${BASH_REMATCH[1]}${BASH_REMATCH[2]} - MARGIN000000 ))
+    printf -v REF '%d.%06d' $(( m / 1000000 )) $(( m % 1000000 ))
+  fi
+fi
+""".replace("MARGIN", str(RACY_MARGIN_SEC))

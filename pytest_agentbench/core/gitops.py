@@ -262,6 +262,33 @@ class Snapshotter:
             "CMD", shlex.quote(command))
         return script, env
 
+    def wrapped_scripts(self, old: str, prologue: bool) -> tuple[str | None, str, dict[str, str]]:
+        """For a sandbox that runs scripts around a command (port.EpilogueRunning): the pending
+        step's snapshot from `old` to run before it (when `prologue`), the command's own snapshot
+        to run after it (from the prologue's tree, fingerprint and start, which the wrapper hands
+        over as AGENTBENCH_CHAIN; without a prologue, from `old`), and their environment. Both
+        outputs are what `accept_fold` takes."""
+        _check_tree(old)
+        head, env = self._head(old, self._ref(old, last=False))
+        head += f"EXPECT={shlex.quote(env.pop('EXPECT'))}\n"  # the command sees no EXPECT
+        body = sh.PRELUDE + sh.FP + sh.UNCHANGED + sh.CHECK + sh.UPDATE + sh.SNAPSHOT_DIFF
+        chain = sh.CHAIN.replace("CHAINREF", "" if self.shortcut_off else "1")
+        return (head + body if prologue else None), head + chain + body, env
+
+    @staticmethod
+    def clock_mark() -> float:
+        """The wall clock's offset from the monotonic one now (see `clock_moved`)."""
+        return _clock_offset()
+
+    def clock_moved(self, mark: float) -> bool:
+        """Whether the wall clock stepped since `clock_mark` gave `mark`: then a start taken in
+        the sandbox since (a wrapped script's $REF) may date a later edit before it; the
+        shortcut is off until the next snapshot that runs git."""
+        moved = abs(_clock_offset() - mark) > CLOCK_STEP_SEC
+        if moved:
+            self.ref = ""
+        return moved
+
     def accept_fold(self, old: str, block: str) -> tuple[str, DiffStat]:
         """The tree and diff from a folded snapshot's block (what `snapshot_diff(old)` returns);
         SnapshotError if the block is not a whole snapshot."""
@@ -366,27 +393,3 @@ def _b64(text: str) -> bytes:
         return base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError) as exc:
         raise SnapshotError(f"git output is incomplete ({exc})") from exc
-
-
-# -- setup-phase checks (the workspace's own repository, before the agent) -----------------------
-def dirty_tracked_files(sandbox: Sandbox, timeout_sec: float = 60) -> tuple[list[str], str]:
-    """Tracked files changed since checkout, and `git diff --stat` (setup must leave none)."""
-    result = sandbox.exec(
-        f"{sh.GIT} status --porcelain --untracked-files=no && echo '@@stat@@' && "
-        f"{sh.GIT} diff --stat HEAD",
-        timeout_sec=timeout_sec,
-    )
-    if not result.ok:
-        raise SandboxError(f"git status failed: {result.stderr.strip()[-300:]}")
-    status, _, stat = result.stdout.partition("@@stat@@\n")
-    files = sorted(line[3:] for line in status.splitlines() if line.strip())
-    return files, stat.strip()
-
-
-def untracked_files(sandbox: Sandbox, timeout_sec: float = 60) -> list[str]:
-    """Files in the workspace that git does not track, ignored ones included, minus the junk
-    that is never part of a snapshot (caches, bytecode)."""
-    result = sandbox.exec(f"{sh.GIT} ls-files --others -z -- . {sh.JUNK}", timeout_sec=timeout_sec)
-    if not result.ok:
-        raise SnapshotError(f"git ls-files failed: {result.stderr.strip()[-300:]}")
-    return sorted(name for name in result.stdout.split("\0") if name)

@@ -9,7 +9,11 @@ sandbox (core/gitops.py), whose first tree is the base of the final diff.
 The snapshot after a step is taken when it is next needed, and always before anything can change
 the workspace again: at the start of the next command's exec (folded into it, one exec instead
 of two: core/snapshot_fold.py), in an exec of its own before a host-side edit, before the final
-diff, or at `close`. Read-only tools (they never write) do not wait for it.
+diff, or at `close`. Read-only tools (they never write) do not wait for it. On a sandbox that
+runs scripts around a command (port.EpilogueRunning: Docker), a command's exec takes the pending
+step's snapshot before the command and the command's own after it, the first's tree handed to
+the second inside the sandbox's wrapper, out of the command's reach: no step is left pending
+after a `run`, so a host-side edit after one pays no exec.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import contextlib
 import json
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from pytest_agentbench.agents.port import AgentOutcome
 from pytest_agentbench.core.event_sink import EventSink
@@ -26,7 +30,7 @@ from pytest_agentbench.core.gitops import DiffStat, SnapshotError, Snapshotter
 from pytest_agentbench.core.rundir import AttemptPaths
 from pytest_agentbench.core.snapshot_fold import FoldingSandbox, foldable, split_fold
 from pytest_agentbench.paths.globs import matches_any
-from pytest_agentbench.sandbox.port import ExecResult, Sandbox, SandboxError
+from pytest_agentbench.sandbox.port import EpilogueRunning, ExecResult, Sandbox, SandboxError
 from pytest_agentbench.schemas.events import Note, PatchApplied, utc_now
 from pytest_agentbench.schemas.records import AgentStats
 from pytest_agentbench.tools.toolbox import Toolbox, ToolResult
@@ -61,6 +65,7 @@ class RecordingToolbox:
         self.base_tree = self.snapshots.base or self.snapshots.snapshot()
         self.last_tree = self.base_tree
         self.pending: int | None = None  # the step whose snapshot is still to be taken
+        self.taken: int | None = None  # a step whose own snapshot its command's exec took
         self.snapshot_ms = 0.0  # host time spent in step snapshots (the folded ones' own part)
         self.folded = self.deferred = 0  # step snapshots folded into a command's exec, or not
         # The tools' commands go through the fold (the toolbox runs commands only in `run`).
@@ -98,7 +103,7 @@ class RecordingToolbox:
             if result.error_type == "EDIT_NOT_ALLOWED":
                 self.edits_refused += 1
         self._log_call(name, arguments, result.to_dict())
-        if name in MUTATING:
+        if name in MUTATING and self.taken != self.step:
             self.pending = self.step
         return result
 
@@ -140,9 +145,17 @@ class RecordingToolbox:
 
     def _exec(self, command: str, timeout_sec: float, env: Mapping[str, str] | None,
               cwd: str | None, full_output: bool) -> ExecResult:
-        """A tool's command, with the pending snapshot folded in front of it when it can be."""
-        if (self.pending is not None and self.snapshots.can_fold()
-                and foldable(command, timeout_sec, env, cwd, full_output)):
+        """A tool's command, with the pending snapshot folded in front of it when it can be,
+        and its own after it when the sandbox runs scripts around a command."""
+        plain = foldable(command, timeout_sec, env, cwd, full_output)
+        if (plain and self.snapshots.can_fold()
+                and getattr(self.sandbox, "runs_prologues", False)):
+            result = self._exec_around(command, timeout_sec)
+            if result is None and self.snapshots.can_fold():  # the prologue deferred; settled
+                result = self._exec_around(command, timeout_sec)
+            if result is not None:
+                return result
+        if (self.pending is not None and self.snapshots.can_fold() and plain):
             step, old = self.pending, self.last_tree
             started = time.perf_counter()
             script, fold_env = self.snapshots.fold_script(old, command)
@@ -165,6 +178,49 @@ class RecordingToolbox:
         self._settle()
         return self.sandbox.exec(command, timeout_sec=timeout_sec, env=env, cwd=cwd,
                                  full_output=full_output)
+
+    def _exec_around(self, command: str, timeout_sec: float) -> ExecResult | None:
+        """`command` with the pending step's snapshot before it and its own after it, in its
+        exec (port.EpilogueRunning); None when the first deferred (then the command did not run,
+        and the pending snapshot was taken in an exec of its own)."""
+        step, old = self.pending, self.last_tree
+        prologue, epilogue, env = self.snapshots.wrapped_scripts(old, prologue=step is not None)
+        started, clock = time.perf_counter(), self.snapshots.clock_mark()
+        result = cast(EpilogueRunning, self.sandbox).exec(
+            command, timeout_sec=timeout_sec, env=env, prologue=prologue, epilogue=epilogue)
+        base: str | None = old
+        after = result.epilogue_output
+        if self.snapshots.clock_moved(clock) and (after or "").rstrip("\n").endswith("SAME"):
+            after = None  # its "unchanged" rests on a start dated in another clock
+        if step is not None:
+            folded = split_fold(result)
+            if folded.result is None or folded.block is None:
+                if result.output_lost:  # the command may have run: both steps wait as one
+                    return result
+                self.deferred += 1
+                self.snapshot_ms += (time.perf_counter() - started) * 1000
+                if folded.fingerprint != "SAME":
+                    self.snapshots.fingerprint = folded.fingerprint or ""
+                self._settle()
+                return None
+            self.pending, self.folded, result = None, self.folded + 1, folded.result
+            self.snapshot_ms += folded.snapshot_us / 1000
+            base = self._accept(step, old, folded.block)
+        if after is not None and base is not None \
+                and self._accept(self.step, base, after) is not None:
+            self.taken = self.step
+        return result
+
+    def _accept(self, step: int, old: str, block: str) -> str | None:
+        """Record `step` from a snapshot's output (the diff from `old`); its tree, or None (a
+        note) when the output is not a whole snapshot."""
+        try:
+            tree, diff = self.snapshots.accept_fold(old, block)
+        except SnapshotError as exc:
+            self.events.emit(Note(kind="snapshot_failed", message=str(exc)[:300]))
+            return None
+        self._record_step(step, tree, diff)
+        return tree
 
     def _record_step(self, step: int, tree: str, diff: DiffStat) -> None:
         if tree == self.last_tree:

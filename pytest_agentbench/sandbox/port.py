@@ -196,19 +196,32 @@ class Sandbox(Protocol):
     def close(self) -> None: ...
 
 
+# A prologue's block at the head of a command's stdout (EpilogueRunning): the mark, the block's
+# length in characters and its time in microseconds, a newline, the block, a newline; or the
+# mark, "defer", the script's exit status and time, a newline, what it left to say, a newline.
+PROLOGUE_MARK = "\x1eagentbench-fold:"
+PROLOGUE_MAX_BLOCK = 12_000  # characters (ASCII); a larger block defers (the head stays whole)
+
+
 class EpilogueRunning(Protocol):
-    """A sandbox whose exec can do harness work after the command, in the same exec, once the
-    command and everything it started are gone: read a file back (its `collects_files` is True:
-    see ExecResult.file_read) and run a harness script (its `runs_epilogues` is True: see
-    ExecResult.epilogue_output). One exec instead of two, each."""
+    """A sandbox whose exec can do harness work around the command, in the same exec: read a
+    file back (its `collects_files` is True: see ExecResult.file_read) and run a harness script
+    (its `runs_epilogues` is True: see ExecResult.epilogue_output), once the command and
+    everything it started are gone; and run a harness script before the command (`prologue`,
+    when its `runs_prologues` is True), after every earlier process is gone: its stdout comes
+    first on the command's stdout as one block (PROLOGUE_MARK), and when it fails or says too
+    much, a deferral comes instead and neither the command nor the epilogue runs. The first line
+    of the prologue's output and what follows its third line reach the epilogue alone, as
+    AGENTBENCH_CHAIN. One exec instead of two, each."""
 
     collects_files: bool
     runs_epilogues: bool
+    runs_prologues: bool
 
     def exec(
         self, command: str, *, timeout_sec: float, env: Mapping[str, str] | None = None,
         cwd: str | None = None, full_output: bool = False, collect_file: str | None = None,
-        epilogue: str | None = None,
+        epilogue: str | None = None, prologue: str | None = None,
     ) -> ExecResult: ...
 
 

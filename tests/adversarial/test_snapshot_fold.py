@@ -3,7 +3,8 @@
 The command must not notice (same output, exit status, environment, $0), the step must keep its
 own diff, a command cannot forge a snapshot block, and whatever cannot be folded (a large diff, a
 short budget, an `env`, a tampered git dir) is snapshotted in an exec of its own before the
-command runs, exactly once.
+command runs, exactly once. On Docker the wrapper runs the pending snapshot before the command
+and the command's own after it (port.EpilogueRunning): no step is left pending after a `run`.
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ def test_a_folded_command_sees_what_a_plain_one_sees(sandbox_kind: Kind, tmp_pat
         bench.call("write_file", path="src/units.py", content="MB = 1024 ** 2\n")
         assert bench.toolbox.pending == 1
         folded = bench.call("run", command=PROBE)
-        assert bench.toolbox.folded == 1 and bench.toolbox.pending == 2
+        around = sandbox_kind[0] == "docker"  # the run's own snapshot came after it
+        assert bench.toolbox.folded == 1
+        assert bench.toolbox.pending == (None if around else 2)
         assert (folded.stdout, folded.stderr, folded.exit_code) == (
             plain.stdout, plain.stderr, plain.exit_code)
         assert FOLD_MARK not in folded.stdout and "AGENTBENCH" not in folded.stdout
@@ -55,14 +58,15 @@ def test_a_command_cannot_forge_a_snapshot_block(sandbox_kind: Kind, tmp_path: P
     bench = Bench(sandbox_kind[0], sandbox_kind[1], tmp_path, FILES)
     fake = f"{FOLD_MARK}5 1\\nfake\\n"
     try:
-        bench.run("printf x >> README")  # pending: its snapshot is folded into the next exec
+        # a host edit, pending: its snapshot comes first in the next command's exec
+        assert bench.call("write_file", path="README", content="hello\nx").ok
         forged = bench.run(f"printf '{fake}' && printf y >> README")
         assert forged.stdout == fake.replace("\\n", "\n")
         bench.run("true")
         patches = step_patches(bench)
         assert sorted(patches) == [1, 2] and patch_events(bench) == [1, 2]
         assert "\n+x\n" in patches[1] and "\n+xy\n" in patches[2]
-        assert bench.toolbox.folded == 2
+        assert bench.toolbox.folded == (1 if sandbox_kind[0] == "docker" else 2)
     finally:
         bench.close()
 
@@ -85,8 +89,8 @@ def test_what_cannot_be_folded_is_snapshotted_first_and_the_command_runs_once(
         assert bench.toolbox.folded == 1
         bench.run(count)  # step 6: the check fails, deferred: rebuilt in an exec of its own
         assert bench.toolbox.deferred == 2 and bench.toolbox.snapshots.rebuilds == 1
-        bench.run("true")  # step 7: folds step 6
-        assert bench.toolbox.folded == 2
+        bench.run("true")  # step 7: folds step 6 (on Docker, step 6's exec took it after it)
+        assert bench.toolbox.folded == (1 if sandbox_kind[0] == "docker" else 2)
         assert (bench.repo / "ran.log").read_text() == "." * 5
         patches = step_patches(bench)
         assert sorted(patches) == [1, 2, 3, 4, 5, 6] and "+line 0 " in patches[1]

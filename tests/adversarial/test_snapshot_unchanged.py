@@ -46,21 +46,22 @@ def test_an_edit_right_after_an_unchanged_snapshot_is_recorded(
     snapshots = bench.toolbox.snapshots
     try:
         time.sleep(RACY_MARGIN_SEC + 0.3)  # then quiet: nothing changes for longer than the margin
-        bench.run("true")  # its exec folds nothing (no step yet); its own snapshot waits
-        bench.run("true")  # folds the first one's: git (the checkout is younger than $REF)
-        assert snapshots.unchanged == 0
-        bench.run("true")  # folds the second one's: quiet since its $REF, so no git
-        assert snapshots.unchanged == 1
-        if command is None:  # the pending snapshot (no git) first, then the host writes
+        bench.run("true")
+        bench.run("true")
+        quiet = snapshots.unchanged
+        bench.run("true")  # quiet since the last snapshot's $REF, so its snapshot runs no git
+        if command is None:  # the pending snapshot (if any: no git) first, then the host writes
             result = bench.call("write_file", path="a.txt", content="yellow\n")
             assert result.ok, result.to_observation()
         else:
-            bench.run(command)  # folds the second one's snapshot (no git), then edits
-        assert snapshots.unchanged == 2
+            bench.run(command)  # (the pending snapshot, if any, before it: no git)
+        # the snapshot right before the edit took the shortcut: the case under test
+        assert snapshots.unchanged > quiet
         edit_step = bench.toolbox.step
         after = tree_state(bench.repo)
-        bench.run("true")  # folds the edit's snapshot: it must see the edit
-        assert snapshots.unchanged == 2
+        edited = snapshots.unchanged
+        bench.run("true")  # the edit's snapshot (its own exec's, or folded): it must see the edit
+        assert snapshots.unchanged <= edited + 1  # the run's own snapshot may be unchanged
         patch = bench.paths.root / "diffs" / f"step_{edit_step:04d}.patch"
         assert patch.exists(), f"{edit}: the edit's step recorded no diff"
         assert expected in patch.read_text("utf-8")
@@ -86,12 +87,14 @@ def test_a_wall_clock_step_or_a_slow_check_turns_the_shortcut_off(
         time.sleep(RACY_MARGIN_SEC + 0.3)
         for _ in range(3):
             bench.run("true")
-        assert snapshots.unchanged == 1  # the shortcut works here ...
+        unchanged = snapshots.unchanged
+        assert unchanged >= 1  # the shortcut works here ...
         offset = gitops._clock_offset()
         monkeypatch.setattr(gitops, "_clock_offset", lambda: offset - 5.0)  # stepped back 5 s
         bench.run("true")
-        assert snapshots.unchanged == 1  # ... and is not taken right after the step (git runs
-        # and takes a new $REF in the new clock, which later snapshots may use again)
+        # ... and is not taken right after the step (git runs and takes a new $REF in the new
+        # clock, which later snapshots may use again)
+        assert snapshots.unchanged == unchanged
         monkeypatch.setattr(gitops, "_clock_offset", lambda: offset)
         slow = sh.UNCHANGED.replace("timeout 0.3", "timeout 0.000001")
         monkeypatch.setattr(sh, "UNCHANGED", slow)

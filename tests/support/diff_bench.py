@@ -75,8 +75,9 @@ class Bench:
         files: dict[str, bytes | str],
         policy: ToolPolicy | None = None,
         before_toolbox: Callable[[Bench], None] | None = None,
+        image: str | None = None,
     ) -> None:
-        self.kind, self.factory, self.root = kind, factory, root
+        self.kind, self.factory, self.root, self.image = kind, factory, root, image
         self.labels = {SESSION_LABEL: SESSION_ID, TEST_LABEL: uuid.uuid4().hex[:12]}
         self.repo = make_checkout(root, files, kind)
         self.pristine = root / "pristine"
@@ -101,7 +102,7 @@ class Bench:
         uid = sandbox_uid(self.kind)
         if uid is not None:
             os.chown(env_dir, uid, uid)
-        spec = SandboxSpec(image=DEFAULT_IMAGE, workspace=workspace, env_dir=env_dir,
+        spec = SandboxSpec(image=self.image or DEFAULT_IMAGE, workspace=workspace, env_dir=env_dir,
                            cpu_limit=1.0, mem_limit_mb=1024, pids_limit=256, lifetime_sec=900,
                            labels=dict(self.labels))
         return self.factory.open(spec)

@@ -29,7 +29,7 @@ from docker.types import Mount
 
 from pytest_agentbench.sandbox.capture import DETERMINISTIC_ENV, redact_env
 from pytest_agentbench.sandbox.disk import MEASURE
-from pytest_agentbench.sandbox.port import SandboxSpec
+from pytest_agentbench.sandbox.port import PROLOGUE_MAX_BLOCK, SandboxSpec
 
 BASE_LABEL = "agentbench"
 OWNER_LABEL = "agentbench.owner"  # <host>:<pid> of the process that created the container
@@ -72,19 +72,18 @@ OOM_COUNT = r"""oomc() {
 """
 # $1 = budget in seconds, $2 = the command, $3 = RLIMIT_FSIZE in KiB or "", $4 = the workspace to
 # measure (disk.MEASURE, archive engines' disk bound) or "", $5 = a file to read back after the
-# command (COLLECT: a results file, read as a separate command would read it) or "", $6 a script
-# to run after it (EPILOGUE) or "". The nonce
-# leaves the environment
-# before anything runs. First the leftovers of an earlier command die (defence in depth: the host
-# reaps too). Job control gives the command its own process group without ignoring SIGINT (as
-# plain `&` would). After it, nothing but builtins run (no fork needed, even with the pids limit
-# reached) but MEASURE's du when $4 is set (its failure reads as "-") and COLLECT's head and
-# base64 when $5 is set (a failure reads as "-": the host reads the file with a command of its
-# own then), and the trailer is the last thing on the stream.
-# COLLECT: after the command and everything it started are gone, the file $5 on one line of its
-# own before the trailer, nonce first: "." no regular file there (a symlink counts as none), "+"
-# and its first COLLECT_MAX_BYTES + 1 bytes in base64 (more than COLLECT_MAX_BYTES: the host reads
-# it with a command of its own), "-" it could not be read.
+# command (COLLECT: a results file, read as a separate command would read it) or "", $6 a script to
+# run after it (EPILOGUE) or "", $7 a script to run before it (PROLOGUE) or "". The nonce leaves the
+# environment before anything runs. First the leftovers of an earlier command die (defence in depth:
+# the host reaps too). Job control gives the command its own process group without ignoring SIGINT
+# (as plain `&` would). After it, nothing but builtins run (no fork needed, even with the pids limit
+# reached) but MEASURE's du when $4 is set (its failure reads as "-") and COLLECT's head and base64
+# when $5 is set (a failure reads as "-": the host reads the file with a command of its own then),
+# and the trailer is the last thing on the stream. COLLECT: after the command and everything it
+# started are gone, the file $5 on one line of its own before the trailer, nonce first: "." no
+# regular file there (a symlink counts as none), "+" and its first COLLECT_MAX_BYTES + 1 bytes in
+# base64 (more than COLLECT_MAX_BYTES: the host reads it with a command of its own), "-" it could
+# not be read.
 COLLECT_MAX_BYTES = 1024 * 1024
 FILE_MARK = b"\n\x1eagentbench-file:"
 COLLECT = r"""if [ -n "$5" ]; then
@@ -106,23 +105,59 @@ fi
 EPILOGUE_MAX_SEC = 20
 EPILOGUE_MAX_BYTES = 256 * 1024
 EPILOGUE_MARK = b"\n\x1eagentbench-epilogue:"
-EPILOGUE = r"""if [ -n "$6" ]; then
+EPILOGUE = r"""if [ -n "$6" ] && [ -z "$k" ]; then
   [ -n "$x" ] && export $x
-  e=$(set -o pipefail; command -p timeout -k 1 """ + str(EPILOGUE_MAX_SEC) + r""" bash -c "$6" \
+  e=$(set -o pipefail; AGENTBENCH_CHAIN=$c command -p timeout -k 1 EMAX bash -c "$6" \
       2>/dev/null </dev/null | command -p base64 -w0) && e=+$e || e=-
   reap
   printf '\n\036agentbench-epilogue:%s %s\n' "$n" "$e" >&3
 fi
-"""
+""".replace("EMAX", str(EPILOGUE_MAX_SEC))
+# PROLOGUE: a harness script $7 (or "") run before the command, once every earlier process is
+# gone, as the command user in the command's directory, bounded by PROLOGUE_MAX_SEC, its stdin
+# empty and its stderr dropped, with the environment the command must not see; then its
+# leftovers reaped. Its stdout goes first on the exec's stdout as one block (port.PROLOGUE_MARK,
+# its length and time), before the command starts, so nothing the command prints comes before or
+# inside it, whether or not the wrapper can be read. When it failed or said more than
+# port.PROLOGUE_MAX_BLOCK, a deferral instead (with its output after its fourth line if it
+# exited 0) and neither the command nor the epilogue runs ($k). Its first line and the lines
+# after its third (a snapshot's tree, END line and fingerprint) stay in the wrapper's memory as
+# $c, which the epilogue alone gets as AGENTBENCH_CHAIN: out of the command's reach under the
+# execute-only shell. (Lines are split by IFS on a substituted separator: bash's own
+# `${b#*$'\n'}` is quadratic, 90 ms on a 12 kB block.)
+PROLOGUE_MAX_SEC = 20
+PROLOGUE = r"""c= k=
+if [ -n "$7" ]; then
+  [ -n "$x" ] && export $x
+  t=$EPOCHREALTIME
+  b=$(command -p timeout -k 1 PMAX bash -c "$7" 2>/dev/null </dev/null)
+  r=$?
+  reap
+  u=$(( ${EPOCHREALTIME//[!0-9]/} - ${t//[!0-9]/} )); [ "$u" -ge 0 ] || u=0
+  [ -n "$x" ] && export -n $x
+  set -f; IFS=$'\037'; l=(${b//$'\n'/$'\037'}); unset IFS; set +f
+  if [ "$r" = 0 ] && [ "${#b}" -le MAXB ]; then
+    printf '\036agentbench-fold:%s %s\n%s\n' "${#b}" "$u" "$b"
+    c=${l[0]}; for ((i = 3; i < ${#l[@]}; i++)); do c+=$'\n'${l[i]}; done
+  else
+    k=1 f=; [ "$r" = 0 ] && for ((i = 4; i < ${#l[@]}; i++)); do f+=${l[i]}$'\n'; done
+    printf '\036agentbench-fold:defer %s %s\n%s\n' "$r" "$u" "${f%$'\n'}"
+  fi
+  unset b l f
+fi
+""".replace("MAXB", str(PROLOGUE_MAX_BLOCK)).replace("PMAX", str(PROLOGUE_MAX_SEC))
 WRAPPER = (
     "exec 3>&2 2>/dev/null\nn=$" + NONCE_VAR + "; unset " + NONCE_VAR + "\n" + REAP + OOM_COUNT
     + r"""reap
 oomc; o0=$o
 [ -n "$3" ] && ulimit -f "$3"
-x=; [ -n "$6" ] && x=${!AGENTBENCH_EXCL_*} && [ -n "$x" ] && export -n $x
-set -m
-command -p timeout -k 2 "$1" bash -c "$2" 2>&3 3>&- & t=$!
-wait "$t"; rc=$?
+x=; [ -n "$6$7" ] && x=${!AGENTBENCH_EXCL_*} && [ -n "$x" ] && export -n $x
+""" + PROLOGUE + r"""rc=0
+if [ -z "$k" ]; then
+  set -m
+  command -p timeout -k 2 "$1" bash -c "$2" 2>&3 3>&- & t=$!
+  wait "$t"; rc=$?
+fi
 reap
 oomc
 """ + EPILOGUE + r"""d=$4

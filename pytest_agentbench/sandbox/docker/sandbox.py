@@ -110,20 +110,22 @@ class DockerSandbox:
     def exec(
         self, command: str, *, timeout_sec: float, env: Mapping[str, str] | None = None,
         cwd: str | None = None, full_output: bool = False, collect_file: str | None = None,
-        epilogue: str | None = None,
+        epilogue: str | None = None, prologue: str | None = None,
     ) -> ExecResult:
         """Run one command; concurrent calls wait their turn (see the module docstring).
-        `collect_file`: a file the wrapper reads back after the command (port.EpilogueRunning);
-        `epilogue`: a script it runs after the command (port.EpilogueRunning)."""
+        `collect_file`: a file the wrapper reads back after the command; `epilogue`, `prologue`:
+        scripts it runs after and before it (port.EpilogueRunning)."""
         with self._lock:
             self._check_usable()
             if not self._shell_checked:
                 self._check_shell(str(self._image["shell"]))
             return self._exec(command, max(float(timeout_sec), 0.001), env, cwd,
-                              full_output or self.spec.full_logs, collect_file, epilogue)
+                              full_output or self.spec.full_logs, collect_file, epilogue,
+                              prologue)
 
     collects_files = True
     runs_epilogues = True
+    runs_prologues = True
 
     def _file_op(self, command: str, env: dict[str, str], timeout: float) -> ExecResult:
         """One ContainerFiles operation: a command like any other (the lock, the wrapper)."""
@@ -148,11 +150,11 @@ class DockerSandbox:
 
     def _exec(self, command: str, budget: float, env: Mapping[str, str] | None,
               cwd: str | None, full: bool, collect_file: str | None = None,
-              epilogue: str | None = None) -> ExecResult:
+              epilogue: str | None = None, prologue: str | None = None) -> ExecResult:
         nonce = secrets.token_hex(16)
         argv = [self._shell, "-p", "-c", policy.WRAPPER, "agentbench", f"{budget:.3f}", command,
                 self.disk.fsize_kib, self.spec.workdir if self.disk.measures else "",
-                collect_file or "", epilogue or ""]
+                collect_file or "", epilogue or "", prologue or ""]
         workdir = posixpath.normpath(posixpath.join(self.spec.workdir, cwd or "."))
         cap = FULL_CAPTURE_CAP if full else CAPTURE_CAP
         out, err = OutputBuffer(cap), OutputBuffer(cap)
@@ -168,7 +170,8 @@ class DockerSandbox:
         errors: list[BaseException] = []
         reader = threading.Thread(target=_drain, args=(stream, out, err, errors), daemon=True)
         reader.start()
-        grace = HOST_GRACE_SEC + (policy.EPILOGUE_MAX_SEC + 2 if epilogue else 0)
+        grace = (HOST_GRACE_SEC + (policy.EPILOGUE_MAX_SEC + 2 if epilogue else 0)
+                 + (policy.PROLOGUE_MAX_SEC + 2 if prologue else 0))
         overran, disk_hit = self._wait(reader, start + budget + grace)
         if overran or disk_hit:
             self._reap("it overran its deadline" if overran else "it exceeded the disk limit")
