@@ -97,7 +97,7 @@ def trailer_usage(trailer: bytes | None) -> str | None:
     if trailer is None:
         return None
     fields = trailer.decode(errors="replace").strip("\n\x1e").split(" ")
-    return fields[4] if len(fields) == 5 else None
+    return fields[4] if len(fields) >= 5 else None
 
 
 def script_usage(output: str) -> str | None:

@@ -78,3 +78,15 @@ def test_the_snapshot_chunks_reach_the_script_and_not_the_command(sandbox: Any) 
     # without a script the command sees its environment whole (a folded snapshot reads them)
     plain = sandbox.exec("env | grep -c '^AGENTBENCH_EXCL_'", timeout_sec=30, env=env)
     assert plain.stdout == "2\n"
+
+
+def test_the_scripts_time_does_not_make_a_command_timed_out(sandbox: Any) -> None:
+    """A command that ends 137 on its own before its budget was read as timed out when the
+    exec's time (its epilogue's and prologue's included) passed the budget; the wrapper's
+    trailer now says the command's own time."""
+    result = sandbox.exec("sleep 0.5; exit 137", timeout_sec=1.0, prologue="sleep 0.4",
+                          epilogue="sleep 0.6; echo after")
+    assert result.exit_code == 137 and not result.timed_out
+    assert result.epilogue_output == "after\n" and result.duration_ms >= 1000
+    timed = sandbox.exec("sleep 5", timeout_sec=1.0, prologue="true", epilogue="echo after")
+    assert timed.timed_out and timed.exit_code in (124, 137)

@@ -152,17 +152,19 @@ WRAPPER = (
 oomc; o0=$o
 [ -n "$3" ] && ulimit -f "$3"
 x=; [ -n "$6$7" ] && x=${!AGENTBENCH_EXCL_*} && [ -n "$x" ] && export -n $x
-""" + PROLOGUE + r"""rc=0
+""" + PROLOGUE + r"""rc=0 m=0
 if [ -z "$k" ]; then
   set -m
+  m=$EPOCHREALTIME
   command -p timeout -k 2 "$1" bash -c "$2" 2>&3 3>&- & t=$!
   wait "$t"; rc=$?
+  m=$(( ${EPOCHREALTIME//[!0-9]/} - ${m//[!0-9]/} )); [ "$m" -ge 0 ] || m=0
 fi
 reap
 oomc
 """ + EPILOGUE + r"""d=$4
 """ + MEASURE + COLLECT
-    + r"""printf '\n\036agentbench-end:%s %s %s %s %s\n' "$n" "$rc" "$o0" "$o" "$s" >&3
+    + r"""printf '\n\036agentbench-end:%s %s %s %s %s %s\n' "$n" "$rc" "$o0" "$o" "$s" "$m" >&3
 exit "$rc"
 """)
 KILL_SCRIPT = REAP + "reap; exit 0\n"
@@ -180,16 +182,19 @@ def sandbox_user() -> tuple[int, int]:
     return os.getuid(), os.getgid()
 
 
-def parse_trailer(trailer: bytes | None, nonce: str) -> tuple[int, bool] | None:
-    """(exit code the wrapper saw, OOM kill during the command) from a trailer carrying `nonce`."""
+def parse_trailer(trailer: bytes | None, nonce: str) -> tuple[int, bool, float | None] | None:
+    """(exit code the wrapper saw, OOM kill during the command, the command's own time in
+    seconds or None) from a trailer carrying `nonce`."""
     if trailer is None:
         return None
     fields = trailer.decode(errors="replace").strip("\n\x1e").split(" ")
-    if (len(fields) not in (4, 5) or fields[0] != f"agentbench-end:{nonce}"
+    if (len(fields) not in (4, 5, 6) or fields[0] != f"agentbench-end:{nonce}"
             or not fields[1].isdigit()):
         return None
     before, after = fields[2], fields[3]
-    return int(fields[1]), before.isdigit() and after.isdigit() and int(after) > int(before)
+    own = int(fields[5]) / 1e6 if len(fields) == 6 and fields[5].isdigit() else None
+    return (int(fields[1]), before.isdigit() and after.isdigit() and int(after) > int(before),
+            own)
 
 
 def bind_mounts(spec: SandboxSpec) -> list[Mount]:

@@ -201,7 +201,9 @@ class DockerSandbox:
         lost = seen is None and not (overran or disk_hit) and exit_code != 137
         if lost:
             err.append(LOST_OUTPUT_NOTE.encode())
-        timed_out = overran or (exit_code in (124, 137) and elapsed >= budget)
+        # the command's own time (not its wrapper's scripts') when the wrapper says, else the exec's
+        own = seen[2] if trusted and seen is not None and seen[2] is not None else elapsed
+        timed_out = overran or (exit_code in (124, 137) and own >= budget)
         # also the baseline of the next command
         disk_after = self.disk.hit_after(exit_code, disk.trailer_usage(trailer) if seen else None)
         if disk_hit or disk_after:
