@@ -34,21 +34,30 @@ from pytest_agentbench.schemas.taxonomy import TASK_BLAMED, Reason
 from pytest_agentbench.tools.toolbox import Toolbox, ToolEvent, ToolPolicy
 
 
+def open_pristine(at: Attempt) -> None:
+    """Scoring's starting directory, and its sandbox opening ahead (core/sandbox_ahead.py) where
+    the engine shows the host's directories as they change: before the baseline, so that its
+    start overlaps the baseline runs. The directory is the env-cache entry's post-setup state
+    when there is one (a copy-on-write view: no copy of a large .venv per attempt), else empty
+    until `run_agent` copies the workspace into it (the sandbox runs nothing before scoring)."""
+    if at.cache_hold is not None:
+        at.environment["env_cache"]["pristine"] = at.provision_from("pristine", at.cache_hold.repo)
+    else:
+        at.provision("pristine")
+    if opens_ahead(at):
+        at.score_ahead = SandboxAhead(at, scoring_network(at), "score")
+
+
 def run_agent(at: Attempt, sandbox: Sandbox, agent: Agent) -> RecordingToolbox:
     """Hand the agent its context and tools; whatever it does, an outcome comes back in
     `at.found.outcome` (an agent's exception becomes AGENT_GAVE_UP, an AgentError its reason);
     only a sandbox that went away propagates."""
     spec = at.spec
     policy = _policy(at, sandbox)
-    # Scoring starts from here: the env-cache entry's post-setup state when there is one (a
-    # copy-on-write view: no copy of a large .venv per attempt), else a copy of the workspace.
-    if at.cache_hold is not None:
-        at.environment["env_cache"]["pristine"] = at.provision_from("pristine", at.cache_hold.repo)
-    else:
-        at.provision("pristine")
+    if "pristine" not in at.disk_modes:
+        open_pristine(at)
+    if at.cache_hold is None:  # scoring starts from the workspace as the agent gets it
         copy_tree(at.workspace / "repo", at.workspace / "pristine")
-    if opens_ahead(at):  # scoring's sandbox, on the pristine copy: its start overlaps the agent
-        at.score_ahead = SandboxAhead(at, scoring_network(at), "score")
     inner = Toolbox(sandbox, policy, on_event=functools.partial(_tool_event, at))
     # Its first snapshot is harness work: the agent's clock starts after it.
     toolbox = at.toolbox = RecordingToolbox(

@@ -127,6 +127,7 @@ class AttemptPipeline:
             before_agent.prepare(at, self.mirrors)
         sandbox = before_agent.setup(at)
         with at.phase_timer("baseline"):
+            agent_phase.open_pristine(at)
             before_agent.baseline(at, sandbox)
         with at.phase_timer("agent"):
             toolbox = agent_phase.run_agent(at, sandbox, self.agent)
