@@ -1,0 +1,155 @@
+"""Red team of c3dfc1f: a hostile command between the two snapshots its Docker exec takes (the
+pending step's before it, its own after it; policy.PROLOGUE / EPILOGUE, git_scripts.CHAIN,
+RecordingToolbox._exec_around).
+
+Held: a command that lowers its wrapper's resource limits (prlimit needs no ptrace access, so it
+works on the execute-only shell too) only makes the after-snapshot fail, never say "unchanged";
+a late writer it leaves behind is reaped before the after-snapshot, also when it times out.
+
+Found (xfail, strict): an after-snapshot that ran git but whose line the host does not read
+(any image without the execute-only shell; or a step diff over EPILOGUE_MAX_BYTES) leaves the
+host's fingerprint stale, so the next snapshot rebuilds the harness index from the base tree
+(every file hashed again) and records a `snapshot_rebuilt` note as if the agent had tampered.
+And a wall-clock step during the exec leaves the prologue's start (taken in the old clock) as
+the next snapshot's $REF: `clock_moved` clears it before the prologue's block is accepted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pytest_agentbench.core.gitops as gitops
+from pytest_agentbench.core.git_scripts import RACY_MARGIN_SEC
+from tests.support.diff_bench import Bench, differences, tree_state
+from tests.support.sandboxes import runner_image_labelled
+
+FILES: dict[str, bytes | str] = {"a.txt": "hello\n"}
+WRAPPER_PID = "w=$(ps -o ppid= -p $PPID | tr -d ' ')"  # command bash <- timeout <- wrapper
+
+
+@pytest.fixture(scope="module")
+def plain_shell_image(docker_sandboxes: Any) -> Iterator[str]:
+    yield from runner_image_labelled(docker_sandboxes, "", "around-redteam-plain")
+
+
+def notes(bench: Bench, kind: str) -> int:
+    return sum(1 for e in bench.events.emitted if e.get("type") == "note" and e["kind"] == kind)
+
+
+def step_patch(bench: Bench, step: int) -> str:
+    path = bench.paths.root / "diffs" / f"step_{step:04d}.patch"
+    return path.read_text("utf-8") if path.exists() else ""
+
+
+# --- what held ------------------------------------------------------------------------------
+def test_a_command_starving_its_wrapper_of_fds_cannot_make_its_step_look_unchanged(
+        docker_sandboxes: Any, tmp_path: Path) -> None:
+    """A bash `x=$(...)` that cannot make its pipe sets x="" with status 0: in the after-snapshot
+    UNCHANGED's find would read as "nothing changed". With the wrapper's open-files limit at 5
+    (its fds 0-3 open) the wrapper's own `e=$(...)` fails first: an empty, refused output. (Other
+    limits tried, not kept: nofile 6 and 7, nproc 1 and 6, fsize, as, cpu, stack: each made the
+    after-snapshot fail or left it right.)"""
+    bench = Bench("docker", docker_sandboxes, tmp_path, FILES)
+    try:
+        hostile = bench.call("run", command=f"printf 'jello\\n' > a.txt; {WRAPPER_PID}; "
+                                            "prlimit --pid $w --nofile=5:5 && echo limited")
+        assert hostile.stdout == "limited\n"  # prlimit reached the execute-only wrapper
+        assert bench.toolbox.taken != 1 and bench.toolbox.pending == 1
+        assert notes(bench, "snapshot_failed") == 1  # the empty after-snapshot, refused
+        bench.run("true")  # step 1's snapshot, in an exec of its own
+        assert "+jello" in step_patch(bench, 1)
+        assert not differences(tree_state(bench.scored_copy()), tree_state(bench.repo))
+    finally:
+        bench.close()
+
+
+def test_a_late_writer_is_reaped_before_its_commands_own_snapshot(
+        docker_sandboxes: Any, tmp_path: Path) -> None:
+    """The command times out; what it left (a session of its own, due to write
+    after the exec would have ended) dies
+    before the after-snapshot, which records the step as the command left it."""
+    bench = Bench("docker", docker_sandboxes, tmp_path, FILES)
+    try:
+        assert bench.call("write_file", path="b.txt", content="b\n").ok  # step 1, pending
+        late = "setsid -f bash -c 'sleep 5.5; echo late >> a.txt' >/dev/null 2>&1 </dev/null"
+        result = bench.call("run", command=f"echo early >> a.txt; {late}; sleep 60",
+                            timeout_sec=5)
+        assert result.error_type == "TIMEOUT"
+        assert bench.toolbox.taken == 2 and bench.toolbox.pending is None
+        time.sleep(1.5)  # past the late writer's time
+        assert (bench.repo / "a.txt").read_text() == "hello\nearly\n"
+        assert "+b" in step_patch(bench, 1) and "+early" in step_patch(bench, 2)
+        assert not differences(tree_state(bench.scored_copy()), tree_state(bench.repo))
+    finally:
+        bench.close()
+
+
+# --- what was found -------------------------------------------------------------------------
+@pytest.mark.xfail(strict=True, reason=(
+    "red team of c3dfc1f: on an image without the execute-only shell the wrapper still runs the "
+    "after-snapshot (git updates the index and $GD/ref) but the host never reads its line "
+    "(untrusted), so its fingerprint is stale and every later snapshot fails CHECK and rebuilds "
+    "from the base tree (all files hashed; 'snapshot_rebuilt' notes blaming the agent). The old "
+    "fold ran no epilogue there. Step and final diffs stay right: a cost and a false note."))
+def test_a_readable_shell_image_pays_no_rebuild_per_run(
+        docker_sandboxes: Any, plain_shell_image: str, tmp_path: Path) -> None:
+    bench = Bench("docker", docker_sandboxes, tmp_path, FILES, image=plain_shell_image)
+    try:
+        for i in range(3):
+            bench.run(f"echo {i} >> a.txt")
+        assert all(f"+{i}" in step_patch(bench, i + 1) for i in range(2))
+        rebuilds = bench.toolbox.snapshots.rebuilds
+        assert not differences(tree_state(bench.scored_copy()), tree_state(bench.repo))
+        assert rebuilds == 0  # 2 today: one per run after the first
+        assert notes(bench, "snapshot_rebuilt") == 0
+    finally:
+        bench.close()
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "red team of c3dfc1f: a run whose own step diff is over EPILOGUE_MAX_BYTES (base64 of the "
+    "patch; ~190 kB) has its after-snapshot run git but its line dropped; the host keeps the "
+    "prologue's fingerprint, so the next snapshot fails CHECK and rebuilds the index from the "
+    "base tree with a 'snapshot_rebuilt' note. The prologue's deferral hands the fingerprint "
+    "over; the epilogue has no such way. Per-step cost and a false note; diffs stay right."))
+def test_a_large_step_diff_does_not_cost_the_next_snapshot_a_rebuild(
+        docker_sandboxes: Any, tmp_path: Path) -> None:
+    bench = Bench("docker", docker_sandboxes, tmp_path, FILES)
+    try:
+        bench.run("head -c 300000 /dev/zero | tr '\\0' 'x' | fold -w 100 > big.txt")
+        assert bench.toolbox.pending == 1  # its line was too large to read
+        bench.run("echo x >> a.txt")
+        assert "big.txt" in step_patch(bench, 1) and "+x" in step_patch(bench, 2)
+        assert bench.toolbox.snapshots.rebuilds == 0  # 1 today
+        assert notes(bench, "snapshot_rebuilt") == 0
+    finally:
+        bench.close()
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "red team of c3dfc1f: RecordingToolbox._exec_around calls clock_moved (which clears "
+    "Snapshotter.ref) before it accepts the prologue's block, whose accept_fold sets ref again "
+    "from the prologue's start, taken in the old clock, and ref_offset to the new one: after a "
+    "wall-clock step back of more than RACY_MARGIN_SEC during the exec, an edit soon after can "
+    "be dated before $REF and the next snapshot says SAME (a wrong per-step diff; the final "
+    "snapshot takes no shortcut). Needs a host clock step, not something a command can do."))
+def test_a_wall_clock_step_during_an_exec_leaves_no_ref_behind(
+        docker_sandboxes: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bench = Bench("docker", docker_sandboxes, tmp_path, FILES)
+    snapshots = bench.toolbox.snapshots
+    try:
+        assert bench.call("write_file", path="b.txt", content="b\n").ok  # step 1, pending
+        time.sleep(RACY_MARGIN_SEC + 0.3)  # so the command's own snapshot says SAME
+        # the wall clock steps 5 s back while the exec runs (its mark is from before the step)
+        monkeypatch.setattr(snapshots, "clock_mark", lambda: gitops._clock_offset() + 5.0)
+        bench.run("true")
+        assert "+b" in step_patch(bench, 1)
+        assert bench.toolbox.pending == 2  # the after-snapshot's SAME was voided: the clock moved
+        assert snapshots.ref == ""  # today: the prologue's start, from before the step
+    finally:
+        bench.close()
