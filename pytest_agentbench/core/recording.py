@@ -187,7 +187,8 @@ class RecordingToolbox:
         prologue, epilogue, env = self.snapshots.wrapped_scripts(old, prologue=step is not None)
         started, clock = time.perf_counter(), self.snapshots.clock_mark()
         result = cast(EpilogueRunning, self.sandbox).exec(
-            command, timeout_sec=timeout_sec, env=env, prologue=prologue, epilogue=epilogue)
+            command, timeout_sec=timeout_sec, env=env, prologue=prologue, epilogue=epilogue,
+            inline_scripts=True)
         base: str | None = old
         after = result.epilogue_output
         if self.snapshots.clock_moved(clock) and (after or "").rstrip("\n").endswith("SAME"):

@@ -212,7 +212,9 @@ class EpilogueRunning(Protocol):
     first on the command's stdout as one block (PROLOGUE_MARK), and when it fails or says too
     much, a deferral comes instead and neither the command nor the epilogue runs. The first line
     of the prologue's output and what follows its third line reach the epilogue alone, as
-    AGENTBENCH_CHAIN. One exec instead of two, each."""
+    AGENTBENCH_CHAIN. `inline_scripts`: the two are the harness's own short scripts, bounded by
+    the exec's deadline rather than their own (no process started for them). One exec instead of
+    two, each."""
 
     collects_files: bool
     runs_epilogues: bool
@@ -221,7 +223,7 @@ class EpilogueRunning(Protocol):
     def exec(
         self, command: str, *, timeout_sec: float, env: Mapping[str, str] | None = None,
         cwd: str | None = None, full_output: bool = False, collect_file: str | None = None,
-        epilogue: str | None = None, prologue: str | None = None,
+        epilogue: str | None = None, prologue: str | None = None, inline_scripts: bool = False,
     ) -> ExecResult: ...
 
 

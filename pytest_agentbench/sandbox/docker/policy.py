@@ -73,17 +73,17 @@ OOM_COUNT = r"""oomc() {
 # $1 = budget in seconds, $2 = the command, $3 = RLIMIT_FSIZE in KiB or "", $4 = the workspace to
 # measure (disk.MEASURE, archive engines' disk bound) or "", $5 = a file to read back after the
 # command (COLLECT: a results file, read as a separate command would read it) or "", $6 a script to
-# run after it (EPILOGUE) or "", $7 a script to run before it (PROLOGUE) or "". The nonce leaves the
-# environment before anything runs. First the leftovers of an earlier command die (defence in depth:
-# the host reaps too). Job control gives the command its own process group without ignoring SIGINT
-# (as plain `&` would). After it, nothing but builtins run (no fork needed, even with the pids limit
-# reached) but MEASURE's du when $4 is set (its failure reads as "-") and COLLECT's head and base64
-# when $5 is set (a failure reads as "-": the host reads the file with a command of its own then),
-# and the trailer is the last thing on the stream. COLLECT: after the command and everything it
-# started are gone, the file $5 on one line of its own before the trailer, nonce first: "." no
-# regular file there (a symlink counts as none), "+" and its first COLLECT_MAX_BYTES + 1 bytes in
-# base64 (more than COLLECT_MAX_BYTES: the host reads it with a command of its own), "-" it could
-# not be read.
+# run after it (EPILOGUE) or "", $7 a script to run before it (PROLOGUE) or "", $8 "1" to run those
+# two inline (below) or "". The nonce leaves the environment before anything runs. First the
+# leftovers of an earlier command die (defence in depth: the host reaps too). Job control gives the
+# command its own process group without ignoring SIGINT (as plain `&` would). After it, nothing but
+# builtins run (no fork needed, even with the pids limit reached) but MEASURE's du when $4 is set
+# (its failure reads as "-") and COLLECT's head and base64 when $5 is set (a failure reads as "-":
+# the host reads the file with a command of its own then), and the trailer is the last thing on the
+# stream. COLLECT: after the command and everything it started are gone, the file $5 on one line of
+# its own before the trailer, nonce first: "." no regular file there (a symlink counts as none), "+"
+# and its first COLLECT_MAX_BYTES + 1 bytes in base64 (more than COLLECT_MAX_BYTES: the host reads
+# it with a command of its own), "-" it could not be read.
 COLLECT_MAX_BYTES = 1024 * 1024
 FILE_MARK = b"\n\x1eagentbench-file:"
 COLLECT = r"""if [ -n "$5" ]; then
@@ -101,13 +101,18 @@ fi
 # command must not see (the snapshot's AGENTBENCH_EXCL_* chunks) is exported to it alone. Its
 # stdout on one line of its own before the COLLECT line, nonce first: "+" and the stdout in base64
 # when it exited 0, "-" otherwise. The host reads it only when the line fits EPILOGUE_MAX_BYTES
-# (else it runs the script by itself).
+# (else it runs the script by itself). With $8 set, the epilogue and the prologue below run
+# inline: in a subshell of the wrapper (the same non-dumpable shell), with no process started for
+# them and no bound of their own, the host's deadline for the exec bounding them; for the
+# harness's per-step snapshots (a few milliseconds each, which until then ran inside the
+# command's own budget). Else each runs in a bash of its own, bounded by its MAX_SEC.
 EPILOGUE_MAX_SEC = 20
 EPILOGUE_MAX_BYTES = 256 * 1024
 EPILOGUE_MARK = b"\n\x1eagentbench-epilogue:"
 EPILOGUE = r"""if [ -n "$6" ] && [ -z "$k" ]; then
   [ -n "$x" ] && export $x
-  e=$(set -o pipefail; AGENTBENCH_CHAIN=$c command -p timeout -k 1 EMAX bash -c "$6" \
+  e=$(set -o pipefail; if [ -n "$8" ]; then (export AGENTBENCH_CHAIN=$c; eval "$6")
+      else AGENTBENCH_CHAIN=$c command -p timeout -k 1 EMAX bash -c "$6"; fi \
       2>/dev/null </dev/null | command -p base64 -w0) && e=+$e || e=-
   reap
   printf '\n\036agentbench-epilogue:%s %s\n' "$n" "$e" >&3
@@ -130,7 +135,8 @@ PROLOGUE = r"""c= k=
 if [ -n "$7" ]; then
   [ -n "$x" ] && export $x
   t=$EPOCHREALTIME
-  b=$(command -p timeout -k 1 PMAX bash -c "$7" 2>/dev/null </dev/null)
+  b=$(if [ -n "$8" ]; then (eval "$7"); else command -p timeout -k 1 PMAX bash -c "$7"; fi \
+      2>/dev/null </dev/null)
   r=$?
   reap
   u=$(( ${EPOCHREALTIME//[!0-9]/} - ${t//[!0-9]/} )); [ "$u" -ge 0 ] || u=0

@@ -110,18 +110,17 @@ class DockerSandbox:
     def exec(
         self, command: str, *, timeout_sec: float, env: Mapping[str, str] | None = None,
         cwd: str | None = None, full_output: bool = False, collect_file: str | None = None,
-        epilogue: str | None = None, prologue: str | None = None,
+        epilogue: str | None = None, prologue: str | None = None, inline_scripts: bool = False,
     ) -> ExecResult:
         """Run one command; concurrent calls wait their turn (see the module docstring).
-        `collect_file`: a file the wrapper reads back after the command; `epilogue`, `prologue`:
-        scripts it runs after and before it (port.EpilogueRunning)."""
+        `collect_file`, `epilogue`, `prologue`, `inline_scripts`: see port.EpilogueRunning."""
         with self._lock:
             self._check_usable()
             if not self._shell_checked:
                 self._check_shell(str(self._image["shell"]))
             return self._exec(command, max(float(timeout_sec), 0.001), env, cwd,
                               full_output or self.spec.full_logs, collect_file, epilogue,
-                              prologue)
+                              prologue, inline_scripts)
 
     collects_files = True
     runs_epilogues = True
@@ -150,11 +149,12 @@ class DockerSandbox:
 
     def _exec(self, command: str, budget: float, env: Mapping[str, str] | None,
               cwd: str | None, full: bool, collect_file: str | None = None,
-              epilogue: str | None = None, prologue: str | None = None) -> ExecResult:
+              epilogue: str | None = None, prologue: str | None = None,
+              inline: bool = False) -> ExecResult:
         nonce = secrets.token_hex(16)
         argv = [self._shell, "-p", "-c", policy.WRAPPER, "agentbench", f"{budget:.3f}", command,
                 self.disk.fsize_kib, self.spec.workdir if self.disk.measures else "",
-                collect_file or "", epilogue or "", prologue or ""]
+                collect_file or "", epilogue or "", prologue or "", "1" if inline else ""]
         workdir = posixpath.normpath(posixpath.join(self.spec.workdir, cwd or "."))
         cap = FULL_CAPTURE_CAP if full else CAPTURE_CAP
         out, err = OutputBuffer(cap), OutputBuffer(cap)
