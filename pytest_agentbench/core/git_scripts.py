@@ -257,3 +257,10 @@ if [ -n "$c" ]; then
   fi
 fi
 """.replace("MARGIN", str(RACY_MARGIN_SEC))
+# The end of a command's own snapshot after it: its output when it fits what the wrapper hands
+# back (port.EpilogueRunning), else DEFER and the git dir's fingerprint (the index was updated:
+# the host takes the fingerprint, and the step's snapshot is taken later without a rebuild).
+AFTER_MAX_OUTPUT = 192_000  # characters, under the Docker wrapper's 256 KiB
+AFTER_TAIL = "o=$(\n" + SNAPSHOT_DIFF + r""") || exit 1
+if [ "${#o}" -le MAXO ]; then printf '%s\n' "$o"; else printf 'DEFER\n%s\n' "$(fp)"; fi
+""".replace("MAXO", str(AFTER_MAX_OUTPUT))

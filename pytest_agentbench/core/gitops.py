@@ -267,13 +267,15 @@ class Snapshotter:
         step's snapshot from `old` to run before it (when `prologue`), the command's own snapshot
         to run after it (from the prologue's tree, fingerprint and start, which the wrapper hands
         over as AGENTBENCH_CHAIN; without a prologue, from `old`), and their environment. Both
-        outputs are what `accept_fold` takes."""
+        outputs are what `accept_fold` takes, but the second's may say DEFER and the git dir's
+        fingerprint instead (git_scripts.AFTER_TAIL)."""
         _check_tree(old)
         head, env = self._head(old, self._ref(old, last=False))
         head += f"EXPECT={shlex.quote(env.pop('EXPECT'))}\n"  # the command sees no EXPECT
-        body = sh.PRELUDE + sh.FP + sh.UNCHANGED + sh.CHECK + sh.UPDATE + sh.SNAPSHOT_DIFF
+        body = sh.PRELUDE + sh.FP + sh.UNCHANGED + sh.CHECK + sh.UPDATE
         chain = sh.CHAIN.replace("CHAINREF", "" if self.shortcut_off else "1")
-        return (head + body if prologue else None), head + chain + body, env
+        return ((head + body + sh.SNAPSHOT_DIFF) if prologue else None,
+                head + chain + body + sh.AFTER_TAIL, env)
 
     @staticmethod
     def clock_mark() -> float:

@@ -184,15 +184,15 @@ class RecordingToolbox:
         exec (port.EpilogueRunning); None when the first deferred (then the command did not run,
         and the pending snapshot was taken in an exec of its own)."""
         step, old = self.pending, self.last_tree
-        prologue, epilogue, env = self.snapshots.wrapped_scripts(old, prologue=step is not None)
+        sandbox = cast(EpilogueRunning, self.sandbox)
+        prologue, after_script, env = self.snapshots.wrapped_scripts(old, step is not None)
+        # an epilogue whose output would never come back is not run: only the prologue then
+        epilogue = after_script if sandbox.epilogues_read else None
         started, clock = time.perf_counter(), self.snapshots.clock_mark()
-        result = cast(EpilogueRunning, self.sandbox).exec(
+        result = sandbox.exec(
             command, timeout_sec=timeout_sec, env=env, prologue=prologue, epilogue=epilogue,
             inline_scripts=True)
         base: str | None = old
-        after = result.epilogue_output
-        if self.snapshots.clock_moved(clock) and (after or "").rstrip("\n").endswith("SAME"):
-            after = None  # its "unchanged" rests on a start dated in another clock
         if step is not None:
             folded = split_fold(result)
             if folded.result is None or folded.block is None:
@@ -207,7 +207,14 @@ class RecordingToolbox:
             self.pending, self.folded, result = None, self.folded + 1, folded.result
             self.snapshot_ms += folded.snapshot_us / 1000
             base = self._accept(step, old, folded.block)
-        if after is not None and base is not None \
+        after = result.epilogue_output
+        # after the prologue's accept, which took its start as $REF: a wall clock that stepped
+        # during the exec voids it, and the after-snapshot's "unchanged", which rests on it
+        if self.snapshots.clock_moved(clock) and (after or "").rstrip("\n").endswith("SAME"):
+            after = None
+        if after is not None and after.startswith("DEFER\n"):  # too large to come back
+            self.snapshots.fingerprint = after[6:].rstrip("\n")
+        elif after is not None and base is not None \
                 and self._accept(self.step, base, after) is not None:
             self.taken = self.step
         return result

@@ -219,6 +219,7 @@ class EpilogueRunning(Protocol):
     collects_files: bool
     runs_epilogues: bool
     runs_prologues: bool
+    epilogues_read: bool  # False: an epilogue's output never comes back (don't run one for it)
 
     def exec(
         self, command: str, *, timeout_sec: float, env: Mapping[str, str] | None = None,

@@ -6,12 +6,15 @@ Held: a command that lowers its wrapper's resource limits (prlimit needs no ptra
 works on the execute-only shell too) only makes the after-snapshot fail, never say "unchanged";
 a late writer it leaves behind is reaped before the after-snapshot, also when it times out.
 
-Found (xfail, strict): an after-snapshot that ran git but whose line the host does not read
-(any image without the execute-only shell; or a step diff over EPILOGUE_MAX_BYTES) leaves the
-host's fingerprint stale, so the next snapshot rebuilds the harness index from the base tree
-(every file hashed again) and records a `snapshot_rebuilt` note as if the agent had tampered.
-And a wall-clock step during the exec leaves the prologue's start (taken in the old clock) as
-the next snapshot's $REF: `clock_moved` clears it before the prologue's block is accepted.
+Found, and fixed with these tests (each failed before: strict xfails in 70657c7): an
+after-snapshot that ran git but whose line the host does not read (any image without the
+execute-only shell; or a step diff over EPILOGUE_MAX_BYTES) left the host's fingerprint stale, so
+the next snapshot rebuilt the harness index from the base tree (every file hashed again) and
+recorded a `snapshot_rebuilt` note as if the agent had tampered: now no after-snapshot runs where
+its line is not read (`epilogues_read`), and one too large to come back says DEFER and the git
+dir's fingerprint (git_scripts.AFTER_TAIL). And a wall-clock step during the exec left the
+prologue's start (taken in the old clock) as the next snapshot's $REF: `clock_moved` cleared it
+before the prologue's block was accepted; now after.
 """
 
 from __future__ import annotations
@@ -90,12 +93,6 @@ def test_a_late_writer_is_reaped_before_its_commands_own_snapshot(
 
 
 # --- what was found -------------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason=(
-    "red team of c3dfc1f: on an image without the execute-only shell the wrapper still runs the "
-    "after-snapshot (git updates the index and $GD/ref) but the host never reads its line "
-    "(untrusted), so its fingerprint is stale and every later snapshot fails CHECK and rebuilds "
-    "from the base tree (all files hashed; 'snapshot_rebuilt' notes blaming the agent). The old "
-    "fold ran no epilogue there. Step and final diffs stay right: a cost and a false note."))
 def test_a_readable_shell_image_pays_no_rebuild_per_run(
         docker_sandboxes: Any, plain_shell_image: str, tmp_path: Path) -> None:
     bench = Bench("docker", docker_sandboxes, tmp_path, FILES, image=plain_shell_image)
@@ -105,18 +102,12 @@ def test_a_readable_shell_image_pays_no_rebuild_per_run(
         assert all(f"+{i}" in step_patch(bench, i + 1) for i in range(2))
         rebuilds = bench.toolbox.snapshots.rebuilds
         assert not differences(tree_state(bench.scored_copy()), tree_state(bench.repo))
-        assert rebuilds == 0  # 2 today: one per run after the first
+        assert rebuilds == 0  # was 2: one per run after the first
         assert notes(bench, "snapshot_rebuilt") == 0
     finally:
         bench.close()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "red team of c3dfc1f: a run whose own step diff is over EPILOGUE_MAX_BYTES (base64 of the "
-    "patch; ~190 kB) has its after-snapshot run git but its line dropped; the host keeps the "
-    "prologue's fingerprint, so the next snapshot fails CHECK and rebuilds the index from the "
-    "base tree with a 'snapshot_rebuilt' note. The prologue's deferral hands the fingerprint "
-    "over; the epilogue has no such way. Per-step cost and a false note; diffs stay right."))
 def test_a_large_step_diff_does_not_cost_the_next_snapshot_a_rebuild(
         docker_sandboxes: Any, tmp_path: Path) -> None:
     bench = Bench("docker", docker_sandboxes, tmp_path, FILES)
@@ -125,19 +116,12 @@ def test_a_large_step_diff_does_not_cost_the_next_snapshot_a_rebuild(
         assert bench.toolbox.pending == 1  # its line was too large to read
         bench.run("echo x >> a.txt")
         assert "big.txt" in step_patch(bench, 1) and "+x" in step_patch(bench, 2)
-        assert bench.toolbox.snapshots.rebuilds == 0  # 1 today
+        assert bench.toolbox.snapshots.rebuilds == 0  # was 1
         assert notes(bench, "snapshot_rebuilt") == 0
     finally:
         bench.close()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "red team of c3dfc1f: RecordingToolbox._exec_around calls clock_moved (which clears "
-    "Snapshotter.ref) before it accepts the prologue's block, whose accept_fold sets ref again "
-    "from the prologue's start, taken in the old clock, and ref_offset to the new one: after a "
-    "wall-clock step back of more than RACY_MARGIN_SEC during the exec, an edit soon after can "
-    "be dated before $REF and the next snapshot says SAME (a wrong per-step diff; the final "
-    "snapshot takes no shortcut). Needs a host clock step, not something a command can do."))
 def test_a_wall_clock_step_during_an_exec_leaves_no_ref_behind(
         docker_sandboxes: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bench = Bench("docker", docker_sandboxes, tmp_path, FILES)
@@ -150,6 +134,6 @@ def test_a_wall_clock_step_during_an_exec_leaves_no_ref_behind(
         bench.run("true")
         assert "+b" in step_patch(bench, 1)
         assert bench.toolbox.pending == 2  # the after-snapshot's SAME was voided: the clock moved
-        assert snapshots.ref == ""  # today: the prologue's start, from before the step
+        assert snapshots.ref == ""  # was the prologue's start, from before the step
     finally:
         bench.close()

@@ -122,9 +122,9 @@ class DockerSandbox:
                               full_output or self.spec.full_logs, collect_file, epilogue,
                               prologue, inline_scripts)
 
-    collects_files = True
-    runs_epilogues = True
-    runs_prologues = True
+    collects_files = runs_epilogues = runs_prologues = True  # port.EpilogueRunning
+
+    epilogues_read = property(lambda self: self._private_shell)  # only its lines are read
 
     def _file_op(self, command: str, env: dict[str, str], timeout: float) -> ExecResult:
         """One ContainerFiles operation: a command like any other (the lock, the wrapper)."""
@@ -184,10 +184,9 @@ class DockerSandbox:
         elapsed = time.monotonic() - start
         trailer = err.pop_trailer(policy.TRAILER + nonce.encode())
         seen = policy.parse_trailer(trailer, nonce)
-        # the trailer, and the lines before it, only when the wrapper alone can have written
-        # them: the nonce is secret under the execute-only shell (a readable wrapper's can be
-        # stolen, lines forged and the wrapper killed), and the host did not kill it; else the
-        # engine's status, and the caller reads the file or runs the script by itself
+        # the trailer and the lines before it only when the wrapper alone can have written them:
+        # the nonce is secret under the execute-only shell (a readable wrapper's can be stolen),
+        # and the host did not kill it; else the engine's status, the caller reads the file
         trusted = seen is not None and self._private_shell and not (overran or disk_hit)
         collected = exec_lines.collected(err, nonce) if collect_file and trusted else None
         after = exec_lines.epilogue_output(err, nonce) if epilogue and trusted else None
