@@ -34,6 +34,7 @@ from pytest_agentbench.agents.builtin import OracleAgent
 from pytest_agentbench.repos.mirror import MirrorCache
 from pytest_agentbench.repos.sources import resolve_source
 from pytest_agentbench.run.hostenv import SANDBOX_UID
+from pytest_agentbench.sandbox.capture import DETERMINISTIC_ENV
 from pytest_agentbench.sandbox.docker.factory import DockerSandboxFactory
 from pytest_agentbench.sandbox.docker.image import ensure_image
 from pytest_agentbench.sandbox.port import SandboxSpec
@@ -63,7 +64,11 @@ def raw_attempt(task, image, client, mirrors, work: Path, problems: list[str]) -
     container = client.containers.create(
         image.name, ["sleep", "600"], user=f"{SANDBOX_UID}:{SANDBOX_UID}", network_mode="none",
         working_dir="/workspace", volumes={str(ws): {"bind": "/workspace", "mode": "rw"}},
-        read_only=True, tmpfs={"/tmp": ""}, cap_drop=["ALL"])
+        read_only=True, tmpfs={"/tmp": ""}, cap_drop=["ALL"],
+        # the harness's runtime envelope: without PYTHONDONTWRITEBYTECODE the baseline's
+        # bytecode outlives a same-size fix made within its second (fix-parse-size-units:
+        # `1000 ** 2` -> `1024 ** 2`), and the passing command ran the old code now and then
+        environment=DETERMINISTIC_ENV)
     try:
         container.start()
         for _ in range(2):
