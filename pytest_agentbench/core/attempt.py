@@ -25,6 +25,7 @@ from pytest_agentbench.core.program_install import (
 )
 from pytest_agentbench.core.recording import RecordingToolbox
 from pytest_agentbench.core.rundir import AttemptPaths
+from pytest_agentbench.core.snapshot_fold import split_fold
 from pytest_agentbench.sandbox.port import (
     EpilogueRunning,
     ExecResult,
@@ -47,6 +48,15 @@ class Failure(Exception):
     def __init__(self, reason: Reason, summary: str, sub_reason: str | None = None) -> None:
         super().__init__(summary)
         self.reason, self.summary, self.sub_reason = reason, summary, sub_reason
+
+
+class PrologueDeferred(Exception):
+    """`run_command`'s prologue failed (or its block is missing): the command did not run,
+    nothing was logged; `result` is the exec's."""
+
+    def __init__(self, result: ExecResult) -> None:
+        super().__init__("the prologue deferred")
+        self.result = result
 
 
 GATEWAY_TARGET = "/run/agentbench/gateway"  # a command agent's gateway socket, in its sandbox
@@ -189,14 +199,19 @@ class Attempt:
         env: dict[str, str] | None = None,
         results_path: str = "",
         epilogue: str = "",
+        prologue: str = "",
     ) -> ExecResult:
         """Run a harness command (setup, capture, baseline, scoring); its output goes to
         logs/<log or phase>_{stdout,stderr}.txt (redacted) and a `command_finished` event.
         `results_path`: the results file it writes, read back in the same exec where the sandbox
         can (ExecResult.file_read; `collect_results` reads it otherwise). `epilogue`: a harness
         script run after it in the same exec where the sandbox can (ExecResult.epilogue_output;
-        the caller runs it otherwise)."""
+        the caller runs it otherwise). `prologue`: a harness script run before it in the same
+        exec, for a sandbox that `runs_prologues` (the caller asks only such a one); when it
+        fails, PrologueDeferred (the command did not run)."""
         extra: dict[str, Any] = {}  # only what this sandbox takes (port.EpilogueRunning)
+        if prologue:
+            extra["prologue"] = prologue
         if results_path and getattr(sandbox, "collects_files", False):
             extra["collect_file"] = results_path
         if epilogue and getattr(sandbox, "runs_epilogues", False):
@@ -206,6 +221,11 @@ class Attempt:
                 command, timeout_sec=max(1.0, timeout), env=env, **extra)
         else:
             result = sandbox.exec(command, timeout_sec=max(1.0, timeout), env=env)
+        if prologue:
+            folded = split_fold(result)
+            if folded.result is None or folded.block is None:
+                raise PrologueDeferred(result)
+            result = folded.result
         name = log or phase
         for stream in ("stdout", "stderr"):
             text = getattr(result, f"full_{stream}") or getattr(result, stream)

@@ -13,7 +13,7 @@ import pytest_agentbench.core.evidence as evidence_mod
 import pytest_agentbench.core.hidden_tests as hidden_tests
 import pytest_agentbench.core.regrade as regrade_mod
 from pytest_agentbench.agents.port import AgentOutcome
-from pytest_agentbench.core.attempt import Attempt, Failure, SandboxOpening
+from pytest_agentbench.core.attempt import Attempt, Failure, PrologueDeferred, SandboxOpening
 from pytest_agentbench.core.gitops import SnapshotError, apply_command
 from pytest_agentbench.core.protection import pytest_config_change
 from pytest_agentbench.core.recording import RecordingToolbox
@@ -25,7 +25,7 @@ from pytest_agentbench.core.sandbox_ahead import (
 )
 from pytest_agentbench.core.scoring import ScoringEvidence, verdict
 from pytest_agentbench.paths.host_files import HostFiles
-from pytest_agentbench.sandbox.port import ExecResult, Sandbox
+from pytest_agentbench.sandbox.port import ExecResult, Sandbox, SandboxError
 from pytest_agentbench.schemas.records import Result
 from pytest_agentbench.schemas.taxonomy import TASK_BLAMED, Reason
 
@@ -126,10 +126,13 @@ def _grade(
 ) -> Result:
     """The grading in `sandbox` (new, nothing run in it yet), then the regrades when `base` is
     given and the passing command decided the verdict."""
-    if patch:
+    # the diff applied in the passing command's own exec, just before it, where it can be
+    folded = (bool(patch) and at.spec.validation.hidden_tests is None
+              and getattr(sandbox, "runs_prologues", False))
+    if patch and not folded:
         _apply_diff(at, sandbox)
     _apply_hidden_tests(at, sandbox)
-    command, result = _run_scored(at, sandbox, outcome, violation, "passing")
+    command, result = _run_scored(at, sandbox, outcome, violation, "passing", folded)
     if base is None or not regrade_mod.gradable(command, violation):
         return result
 
@@ -173,11 +176,14 @@ def _apply_hidden_tests(at: Attempt, sandbox: Sandbox) -> None:
 
 
 def _run_scored(
-    at: Attempt, sandbox: Sandbox, outcome: AgentOutcome, violation: str | None, log: str
+    at: Attempt, sandbox: Sandbox, outcome: AgentOutcome, violation: str | None, log: str,
+    apply: bool = False,
 ) -> tuple[ExecResult, Result]:
     """The passing command, its exit status as the sandbox observed it, and pytest's results
     read back from a file the test run was told to write (core/evidence.py). `log` names the
-    command's log files (`passing`; `regrade-N` for a regrade)."""
+    command's log files (`passing`; `regrade-N` for a regrade). `apply`: the agent's diff is
+    applied first, in the same exec (port.EpilogueRunning's prologue); when that fails, the
+    command does not run and the diff is applied by itself, which says why."""
     validation = at.spec.validation
     mode, before = validation.results, at.baseline_results
     # auto: required when pytest reported before the agent and the passing command runs it
@@ -187,15 +193,19 @@ def _run_scored(
         and evidence_mod.runs_pytest(validation.passing_command)
     )
     path, env = at.results_env()
-    result = at.run_command(
-        sandbox,
-        "score" if log == "passing" else "regrade",
-        validation.passing_command,
-        at.spec.environment.tool_timeout_sec,
-        log=log,
-        env=env,
-        results_path=path,
-    )
+
+    def passing(prologue: str = "") -> ExecResult:
+        return at.run_command(sandbox, "score" if log == "passing" else "regrade",
+                              validation.passing_command, at.spec.environment.tool_timeout_sec,
+                              log=log, env=env, results_path=path, prologue=prologue)
+
+    try:
+        result = passing(apply_command() if apply else "")
+    except PrologueDeferred as deferred:
+        if deferred.result.output_lost:  # whether the diff applied and the command ran: unknown
+            raise SandboxError("the engine lost the output of scoring's command") from None
+        _apply_diff(at, sandbox)  # raises the reason it does not apply
+        result = passing()
     results, problem = at.collect_results(sandbox, path, result)
     evidence = ScoringEvidence(
         results=results,

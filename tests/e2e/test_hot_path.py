@@ -9,9 +9,12 @@ the scoring sandbox's early start shows here rather than only as a slower benchm
 - pytest's results file is read back by the command that wrote it (sandbox/docker/policy.py
   COLLECT), not by a command of its own.
 - The pending step's snapshot and the final one are one exec when the step starts from the base.
-- Scoring's sandbox starts when the agent phase begins (core/sandbox_ahead.py), long before the
+- Scoring's sandbox starts before the baseline runs (core/sandbox_ahead.py), long before the
   agent's sandbox is removed (behind scoring, in a thread the attempt waits for); an attempt
   that ends before scoring takes it leaves no container.
+- Scoring applies the diff in the passing command's own exec, just before it (the wrapper's
+  prologue); a diff that does not apply stops the command and is applied by itself for the
+  reason.
 """
 
 from __future__ import annotations
@@ -53,7 +56,9 @@ class CountingSandbox:
         self.inner, self.phase, self.log = inner, phase, log
 
     def exec(self, command: str, **kwargs: Any) -> ExecResult:
-        self.log.add(f"exec {self.phase} {command.splitlines()[0][:60]}")
+        applies = (kwargs.get("prologue") or "").startswith("PATCH=")
+        self.log.add(f"exec {self.phase} {'[apply] ' if applies else ''}"
+                     f"{command.splitlines()[0][:60]}")
         return self.inner.exec(command, **kwargs)
 
     def close(self) -> None:
@@ -102,11 +107,12 @@ def kinds(lines: list[str]) -> list[str]:
     for line in lines:
         verb, phase, *rest = line.split(" ", 2)
         text = rest[0] if rest else ""
+        applied, text = text.startswith("[apply] "), text.removeprefix("[apply] ")
         what = ("junit" if text.startswith("test -f /tmp/agentbench-results") else
                 "git-status" if " status " in text or text.startswith("git ") else
                 "snapshot" if text.startswith(("set -o pipefail", "GD=")) else
                 "apply" if text.startswith("PATCH=") else "command" if verb == "exec" else "")
-        out.append(f"{verb} {phase} {what}".rstrip())
+        out.append(f"{verb} {phase} {'apply+' if applied else ''}{what}".rstrip())
     return out
 
 
@@ -123,13 +129,13 @@ def test_an_oracle_attempt_asks_the_engine_for_its_commands_and_little_more(
         "exec agent command", "exec agent command",
         "exec agent snapshot",  # the oracle's step and the final diff, in one
     ], lines
-    assert [s for s in steps if s.startswith("exec score")] == [
-        "exec score apply", "exec score command"], lines
-    # scoring's sandbox was asked for when the agent phase began (the pristine copy made), so
-    # its start overlaps the agent's snapshots: at the latest (its thread may log after the
-    # base tree's exec is asked for) before the final one, and so before the agent's removal
-    snapshots = [i for i, s in enumerate(steps) if s == "exec agent snapshot"]
-    assert steps.index("open score") < snapshots[-1], lines
+    # the diff applied in the passing command's exec
+    assert [s for s in steps if s.startswith("exec score")] == ["exec score apply+command"], lines
+    # scoring's sandbox was asked for before the baseline ran (its pristine directory made), so
+    # its start overlaps the baseline: at the latest (its thread may log after the first run is
+    # asked for) before the second run, and so before the agent's removal
+    runs = [i for i, s in enumerate(steps) if s == "exec agent command"]
+    assert steps.index("open score") < runs[1], lines
     assert steps.index("open score") < steps.index("close agent")
     # the agent's sandbox is removed in a thread of its own while scoring goes on, and the
     # attempt waits for that removal before it ends
@@ -176,3 +182,32 @@ def test_a_failed_removal_of_the_agents_sandbox_behind_scoring_still_fails_the_a
     assert not record.result.passed
     assert record.result.failure_reason == Reason.SANDBOX_ERROR, record.result
     assert "would not remove the agent sandbox" in (record.result.summary or ""), record.result
+
+
+class SpoilingAgent:
+    """The oracle's edit, and the same line changed otherwise in the pre-agent copy scoring
+    starts from (a stand-in for whatever could make them differ): the diff cannot apply."""
+
+    name = "spoiling"
+
+    def run(self, ctx: AgentContext) -> AgentOutcome:
+        target = "minilib/mathx.py"
+        text = ctx.toolbox.call("read_file", {"path": target}).stdout
+        ctx.toolbox.call("write_file", {"path": target, "content": text.replace("- 1", "+ 0")})
+        pristine = ctx.toolbox.sandbox.spec.workspace.parent / "pristine" / target
+        pristine.write_text(text.replace("- 1", "- 2"))
+        return AgentOutcome("finish", steps=2)
+
+
+def test_a_diff_that_does_not_apply_stops_the_command_and_says_why(
+        docker_sandboxes: Any, tmp_path: Path) -> None:
+    record, lines = run_attempt(docker_sandboxes, tmp_path, SpoilingAgent(),
+                                f"hot-{secrets.token_hex(4)}")
+    assert record.result.failure_reason == Reason.TOOL_ERROR, record.result
+    assert record.result.sub_reason == "DIFF_NOT_APPLICABLE"
+    assert "patch does not apply" in (record.result.summary or ""), record.result
+    # the folded exec ran no command; the diff was then applied alone, for git's message
+    assert [s for s in kinds(lines) if s.startswith("exec score")] == [
+        "exec score apply+command", "exec score apply"], lines
+    logs = tmp_path / "run" / record.artifact_paths["task_dir"] / "logs"
+    assert not (logs / "passing_stdout.txt").exists()
