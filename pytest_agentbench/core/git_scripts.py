@@ -257,6 +257,17 @@ if [ -n "$c" ]; then
   fi
 fi
 """.replace("MARGIN", str(RACY_MARGIN_SEC))
+# A command's own snapshot after it defers, the git dir untouched (its fingerprint stands), when a
+# file changed since the last snapshot is large: hashing it is work for a snapshot with a bound
+# of its own, not for the command's exec, which the host may cut short (a disk limit, a deadline)
+# and which would leave the next snapshot a rebuild.
+AFTER_BIG_KIB = 8192
+AFTER_BIG = r"""read -r r0 < "$GD/ref" 2>/dev/null || r0=
+if [[ $r0 =~ ^[0-9]+\.[0-9]{6}$ ]] && [ -n "$(command -p find . -path ./.git -prune -o -type f \
+     -size +BIGk -newerct "@$r0" -print -quit 2>/dev/null)" ]; then
+  printf 'DEFER\n%s\n' "$EXPECT"; exit 0
+fi
+""".replace("BIG", str(AFTER_BIG_KIB))
 # The end of a command's own snapshot after it: its output when it fits what the wrapper hands
 # back (port.EpilogueRunning), else DEFER and the git dir's fingerprint (the index was updated:
 # the host takes the fingerprint, and the step's snapshot is taken later without a rebuild).

@@ -274,8 +274,8 @@ class Snapshotter:
         head += f"EXPECT={shlex.quote(env.pop('EXPECT'))}\n"  # the command sees no EXPECT
         body = sh.PRELUDE + sh.FP + sh.UNCHANGED + sh.CHECK + sh.UPDATE
         chain = sh.CHAIN.replace("CHAINREF", "" if self.shortcut_off else "1")
-        return ((head + body + sh.SNAPSHOT_DIFF) if prologue else None,
-                head + chain + body + sh.AFTER_TAIL, env)
+        after = head + chain + body.replace(sh.UPDATE, sh.AFTER_BIG + sh.UPDATE) + sh.AFTER_TAIL
+        return (head + body + sh.SNAPSHOT_DIFF) if prologue else None, after, env
 
     @staticmethod
     def clock_mark() -> float:

@@ -143,5 +143,10 @@ def test_sparse_files_in_a_kept_workspace_keep_the_agents_outcome(tmp_path: Path
     took = time.monotonic() - started
     assert record["result"]["failure_reason"] == "TESTS_FAILED", record["result"]
     assert took < 90, took
+    # the files were hashed once, by the final diff: the run's own snapshot after it left them
+    # to a snapshot with a bound of its own (hashing them there, cut short by the disk limit,
+    # cost a rebuild and twice the hashing, and once under load the final diff's time limit)
+    events = (task_dir.parent.parent / "events.jsonl").read_text()
+    assert '"snapshot_rebuilt"' not in events
     environment = json.loads((task_dir / "meta" / "environment.json").read_text())
     assert (task_dir / "repo" / INCOMPLETE_NOTE).is_file(), environment["kept_workspace"]

@@ -137,3 +137,20 @@ def test_a_wall_clock_step_during_an_exec_leaves_no_ref_behind(
         assert snapshots.ref == ""  # was the prologue's start, from before the step
     finally:
         bench.close()
+
+
+def test_a_large_changed_file_is_left_to_a_snapshot_with_a_bound_of_its_own(
+        docker_sandboxes: Any, tmp_path: Path) -> None:
+    """The command's own snapshot after it does not hash a large file it wrote (git_scripts
+    AFTER_BIG): the git dir untouched, the step waits for a snapshot in an exec of its own."""
+    bench = Bench("docker", docker_sandboxes, tmp_path, FILES)
+    try:
+        bench.run("head -c 9000000 /dev/urandom > big.bin && echo y >> a.txt")
+        assert bench.toolbox.pending == 1 and bench.toolbox.taken != 1
+        bench.run("true")
+        patch = step_patch(bench, 1)
+        assert "big.bin" in patch and "a/a.txt" in patch
+        assert bench.toolbox.snapshots.rebuilds == 0 and notes(bench, "snapshot_rebuilt") == 0
+        assert not differences(tree_state(bench.scored_copy()), tree_state(bench.repo))
+    finally:
+        bench.close()
