@@ -12,6 +12,7 @@ conversion off. Why each step is there is in core/gitops.py.
 
 from __future__ import annotations
 
+import re
 import shlex
 
 from pytest_agentbench.sandbox.port import PROLOGUE_MARK, PROLOGUE_MAX_BLOCK
@@ -19,6 +20,22 @@ from pytest_agentbench.sandbox.port import PROLOGUE_MARK, PROLOGUE_MAX_BLOCK
 EXCLUDES = ["**/__pycache__/**", ".pytest_cache/**", "**/*.pyc", ".agentbench/**"]
 GITDIR_PREFIX = "/tmp/.agentbench-git."
 RACY_MARGIN_SEC = 2
+# On a filesystem the sandbox's own kernel stamps, with nanosecond ctimes, a change after a
+# snapshot's start is dated at most a clock tick or two (4-10 ms) before it: there the margin is
+# FINE_MARGIN_US. Elsewhere (a network or FUSE filesystem, whose server stamps ctimes with its
+# own clock; whole-second ctimes) it stays RACY_MARGIN_SEC. START_SCRIPT reports which.
+FINE_MARGIN_US = 20_000
+LOCAL_FILESYSTEMS = frozenset({"ext2/ext3", "xfs", "btrfs", "tmpfs", "overlayfs"})
+
+
+def margin_us(facts: str) -> int:
+    """The racy margin for a workspace, from START_SCRIPT's facts line (its root's ctime as
+    `stat -c %z` prints it, `|`, its filesystem type): the fine one only for a local filesystem
+    whose ctime has a non-zero fraction of a second; anything else, or unreadable, the wide one."""
+    ctime, _, kind = facts.partition("|")
+    fraction = re.search(r"\.(\d{9}) ", ctime)
+    fine = kind.strip() in LOCAL_FILESYSTEMS and fraction is not None and int(fraction[1]) > 0
+    return FINE_MARGIN_US if fine else RACY_MARGIN_SEC * 1_000_000
 # The agent can write .git/config; pin what would change what we read (setup-phase checks).
 GIT = (
     "git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.quotepath=off"
@@ -113,7 +130,7 @@ if [ -f "$GD/ref" ]; then
   if [ -s "$P" ]; then g update-index --force-remove -z --stdin < "$P" || exit 1; fi
 fi
 now=${EPOCHREALTIME//[!0-9]/}; [ -n "$now" ] || now=$(date +%s%6N) || exit 1
-now=$(( now - MARGIN000000 ))
+now=$(( now - MARGIN_US ))
 printf '%d.%06d\n' $(( now / 1000000 )) $(( now % 1000000 )) > "$GD/ref" || exit 1
 g add -u -- . JUNK || exit 1
 g ls-files -z -o --exclude-from="$GD/info/exclude" -- . JUNK > "$P" || exit 1
@@ -133,9 +150,7 @@ if [ -s "$P" ]; then g update-index --add --remove -z --stdin < "$P" || exit 1; 
 if [ ! -e "$TI" ]; then
   g ls-files -z -c -i --exclude-from="$GD/info/exclude" -- . JUNK > "$TI" || exit 1
 fi
-""".replace("JUNK", JUNK).replace(
-    "MARGIN", str(RACY_MARGIN_SEC)
-)
+""".replace("JUNK", JUNK)
 # The ignore files git reads in the workspace now (before the agent starts), with contents.
 IGNORE_FILES = r"""{ GIT_DIR="$PWD/.git" g ls-files -z -co --exclude-standard \
     -- ':(glob)**/.gitignore' |
@@ -145,7 +160,8 @@ IGNORE_FILES = r"""{ GIT_DIR="$PWD/.git" g ls-files -z -co --exclude-standard \
   if [ -f .git/info/exclude ] && [ ! -L .git/info/exclude ]; then
     printf ':info/exclude\0'; base64 -w0 < .git/info/exclude; printf '\0'
   fi
-} | base64 -w0 && echo && mktemp -d PREFIXXXXXXXXX
+} | base64 -w0 && echo && mktemp -d PREFIXXXXXXXXX &&
+printf '%s|%s\n' "$(stat -c %z .)" "$(stat -f -c %T .)"
 """.replace("PREFIX", GITDIR_PREFIX)
 # Two trees compared in a bare git dir (so no worktree, no in-tree .gitattributes; `-c core.bare`
 # alone would not do: git decides bareness from the config file): patch and numstat as base64. A
@@ -252,11 +268,11 @@ if [ -n "$c" ]; then
   OLD=${c%%$'\n'*}; c=${c#*$'\n'}; e=${c%%$'\n'*}; f=${c#*$'\n'}; REF=
   [ "$f" = SAME ] || EXPECT=$f
   if [ -n "CHAINREF" ] && [[ $e =~ ^END\ ([0-9]+)[.,]([0-9]{6})$ ]]; then
-    m=$(( 10#${BASH_REMATCH[1]}${BASH_REMATCH[2]} - MARGIN000000 ))
+    m=$(( 10#${BASH_REMATCH[1]}${BASH_REMATCH[2]} - MARGIN_US ))
     printf -v REF '%d.%06d' $(( m / 1000000 )) $(( m % 1000000 ))
   fi
 fi
-""".replace("MARGIN", str(RACY_MARGIN_SEC))
+"""
 # A command's own snapshot after it defers, the git dir untouched (its fingerprint stands), when a
 # file changed since the last snapshot is large: hashing it is work for a snapshot with a bound
 # of its own, not for the command's exec, which the host may cut short (a disk limit, a deadline)

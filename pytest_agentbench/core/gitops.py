@@ -20,13 +20,13 @@ depend on anything the agent controls, because the recorded diff is what scoring
 - The stat cache is safe because only git writes that index, so its racy-entry check works as
   designed, and because git's whole-second comparison is not trusted alone: a file whose ctime
   (nanoseconds, and no tool can set it back) is newer than the previous snapshot's start, less
-  RACY_MARGIN_SEC, is always hashed again. Each snapshot first checks a fingerprint of the whole
-  git dir (names, types, sizes, modes, mtimes, contents); if the agent touched or removed it, the
-  index is rebuilt from the base tree and every file is hashed again.
+  the racy margin (git_scripts.margin_us), is always hashed again. Each snapshot first checks a
+  fingerprint of the whole git dir (names, types, sizes, modes, mtimes, contents); if the agent
+  touched or removed it, the index is rebuilt from the base tree and every file is hashed again.
 - The same ctime rule lets a snapshot skip git altogether: when the host can say the workspace
-  was tree T at time R (the last accepted snapshot's start in the sandbox's clock, less
-  RACY_MARGIN_SEC; only the host holds R, and only for T = the tree asked to diff from), and
-  nothing in the workspace but .git has a ctime after R (a write, chmod, link, rename or removal
+  was tree T at time R (the last accepted snapshot's start in the sandbox's clock, less the
+  margin; only the host holds R, and only for T = the tree asked to diff from), and nothing
+  in the workspace but .git has a ctime after R (a write, chmod, link, rename or removal
   sets the ctime of the file or its directory, and no tool sets it back), the workspace is still
   T; the git dir was not read, so its fingerprint is checked by the next snapshot that runs git.
 - Ignore rules are the workspace's own as they stood before the agent started (its .gitignore
@@ -109,6 +109,7 @@ class Snapshotter:
         self.unchanged = 0  # snapshots that found nothing changed since $REF (ran no git)
         self.ref_offset = 0.0  # wall clock minus monotonic clock when $REF was taken
         self.shortcut_off = False  # the shortcut's find was too slow here (a large tree)
+        self.margin_us = sh.RACY_MARGIN_SEC * 10**6  # the racy margin (git_scripts.margin_us)
 
     def snapshot(self) -> str:
         """The tree id of the workspace now."""
@@ -119,7 +120,7 @@ class Snapshotter:
         `last`: the git dir is removed in the same exec (as `close`)."""
         _check_tree(old)
         tree, raw = self._snapshot(old, last)
-        return tree, _diffstat(self.sandbox, old, tree, raw, self.timeout_sec)
+        return tree, _diffstat(old, tree, raw)
 
     def close(self) -> None:
         """Remove the git dir (the local sandbox's /tmp is the host's); best effort. A later
@@ -174,7 +175,7 @@ class Snapshotter:
         """The ignore rules and git dir from START_SCRIPT's output handed over, if it is whole."""
         lines = (self.started or "").split("\n")
         self.started = None
-        if len(lines) != 3 or not lines[1].startswith(sh.GITDIR_PREFIX) or lines[2]:
+        if len(lines) != 4 or not lines[1].startswith(sh.GITDIR_PREFIX) or lines[3]:
             return False
         try:
             fields = _b64(lines[0]).split(b"\0")
@@ -184,6 +185,9 @@ class Snapshotter:
             return False
         self.excludes = base_excludes(sources)
         self.gitdir = lines[1]
+        # the fine margin only where the host checks the sandbox kernel's clock (no remote engine)
+        if getattr(self.sandbox, "sees_host_files", True):
+            self.margin_us = sh.margin_us(lines[2])
         return True
 
     def _start(self) -> None:
@@ -214,7 +218,7 @@ class Snapshotter:
                   # $REF and every ctime are wall-clock times: a clock stepped back since $REF
                   # was taken would date a later edit before it (the host and a local sandbox
                   # share the kernel's clock)
-                  and abs(_clock_offset() - self.ref_offset) <= CLOCK_STEP_SEC)
+                  and abs(_clock_offset() - self.ref_offset) <= self._clock_step())
         return self.ref if usable else ""
 
     def _exec(self, script: str, old: str, ref: str = "") -> ExecResult:
@@ -239,7 +243,7 @@ class Snapshotter:
         env["EXPECT"] = self.fingerprint
         head = (
             f"GD={shlex.quote(self.gitdir)} BASE={shlex.quote(self.base)} OLD={old} REF={ref} LAST="
-            f" ATTRS={base64.b64encode(sh.ATTRIBUTES).decode()}\n"
+            f" ATTRS={base64.b64encode(sh.ATTRIBUTES).decode()} MARGIN_US={self.margin_us:d}\n"
         )
         return head, env
 
@@ -278,25 +282,26 @@ class Snapshotter:
         return (head + body + sh.SNAPSHOT_DIFF) if prologue else None, after, env
 
     @staticmethod
-    def clock_mark() -> float:
-        """The wall clock's offset from the monotonic one now (see `clock_moved`)."""
+    def clock_mark() -> float:  # the wall clock's offset from the monotonic one (clock_moved)
         return _clock_offset()
 
     def clock_moved(self, mark: float) -> bool:
         """Whether the wall clock stepped since `clock_mark` gave `mark`: then a start taken in
         the sandbox since (a wrapped script's $REF) may date a later edit before it; the
         shortcut is off until the next snapshot that runs git."""
-        moved = abs(_clock_offset() - mark) > CLOCK_STEP_SEC
-        if moved:
+        if moved := abs(_clock_offset() - mark) > self._clock_step():
             self.ref = ""
         return moved
+
+    def _clock_step(self) -> float:  # the wall-clock step that voids $REF: < half the margin
+        return min(CLOCK_STEP_SEC, self.margin_us / 2e6)
 
     def accept_fold(self, old: str, block: str) -> tuple[str, DiffStat]:
         """The tree and diff from a folded snapshot's block (what `snapshot_diff(old)` returns);
         SnapshotError if the block is not a whole snapshot."""
         self.removed = False
         tree, raw = self._accept_text(block, ok=True, detail="(the folded snapshot is incomplete)")
-        return tree, _diffstat(self.sandbox, old, tree, raw, self.timeout_sec)
+        return tree, _diffstat(old, tree, raw)
 
     def _accept(self, result: ExecResult) -> tuple[str, tuple[bytes, bytes]]:
         text = result.full_stdout if result.full_stdout is not None else result.stdout
@@ -319,15 +324,13 @@ class Snapshotter:
         self.unchanged += same
         end = lines[3].split(" ")
         self.shortcut_off = self.shortcut_off or "SLOW" in end[2:]
-        self.tree, self.ref = tree, _ref_time(end[1] if len(end) > 1 else "")
+        self.tree, self.ref = tree, _ref_time(end[1] if len(end) > 1 else "", self.margin_us)
         self.ref_offset = _clock_offset()
         self.base = self.base or tree
         return tree, (_b64(lines[1]), _b64(lines[2]))
 
 
-def _diffstat(
-    sandbox: Sandbox, old: str, new: str, raw: tuple[bytes, bytes], timeout_sec: float
-) -> DiffStat:
+def _diffstat(old: str, new: str, raw: tuple[bytes, bytes]) -> DiffStat:
     if old == new:
         return DiffStat("", [], 0)
     patch_bytes, numstat = raw
@@ -348,13 +351,13 @@ def _clock_offset() -> float:
     return time.time() - time.monotonic()
 
 
-def _ref_time(started: str) -> str:
-    """$REF from a snapshot's start ($EPOCHREALTIME, in any locale): RACY_MARGIN_SEC earlier, as
+def _ref_time(started: str, margin_us: int) -> str:
+    """$REF from a snapshot's start ($EPOCHREALTIME, in any locale): the racy margin earlier, as
     find's -newerct wants it; "" (no shortcut next time) when it is not such a time."""
     found = re.fullmatch(r"(\d+)[.,](\d{6})", started)
     if found is None:
         return ""
-    micros = int(found[1]) * 10**6 + int(found[2]) - sh.RACY_MARGIN_SEC * 10**6
+    micros = int(found[1]) * 10**6 + int(found[2]) - margin_us
     return f"{micros // 10**6}.{micros % 10**6:06d}"
 
 
