@@ -259,15 +259,19 @@ printf '\036agentbench-fold:defer %s %s\n%s\n' "$_ab_r" "$_ab_u" "$_ab_b"
 
 
 # A command's own snapshot after it, from the tree the snapshot before it took (sandbox port
-# EpilogueRunning): AGENTBENCH_CHAIN is that snapshot's first line (its tree) and the lines after
-# its third (END and its start, and the git dir's fingerprint, or SAME: unchanged, and the
-# fingerprint the host gave stands). The shortcut's $REF is its start less the racy margin, as the
-# host would derive it, unless it was SLOW or the host turned the shortcut off.
+# EpilogueRunning): AGENTBENCH_CHAIN is the time the command started, then that snapshot's first
+# line (its tree) and the lines after its third (END and its start, and the git dir's fingerprint,
+# or SAME: unchanged, and the fingerprint the host gave stands). The workspace was that tree when
+# the command started (nothing runs between the two: the wrapper reaped the snapshot's leftovers),
+# so the shortcut's $REF is that time less the racy margin, unless the snapshot was SLOW or the
+# host turned the shortcut off.
 CHAIN = r"""c=$AGENTBENCH_CHAIN; unset AGENTBENCH_CHAIN
 if [ -n "$c" ]; then
+  a=${c%%$'\n'*}; c=${c#*$'\n'}
   OLD=${c%%$'\n'*}; c=${c#*$'\n'}; e=${c%%$'\n'*}; f=${c#*$'\n'}; REF=
   [ "$f" = SAME ] || EXPECT=$f
-  if [ -n "CHAINREF" ] && [[ $e =~ ^END\ ([0-9]+)[.,]([0-9]{6})$ ]]; then
+  if [ -n "CHAINREF" ] && [[ $e =~ ^END\ [0-9]+[.,][0-9]{6}$ ]] &&
+     [[ $a =~ ^([0-9]+)[.,]([0-9]{6})$ ]]; then
     m=$(( 10#${BASH_REMATCH[1]}${BASH_REMATCH[2]} - MARGIN_US ))
     printf -v REF '%d.%06d' $(( m / 1000000 )) $(( m % 1000000 ))
   fi

@@ -118,18 +118,18 @@ EPILOGUE = r"""if [ -n "$6" ] && [ -z "$k" ]; then
   printf '\n\036agentbench-epilogue:%s %s\n' "$n" "$e" >&3
 fi
 """.replace("EMAX", str(EPILOGUE_MAX_SEC))
-# PROLOGUE: a harness script $7 (or "") run before the command, once every earlier process is
-# gone, as the command user in the command's directory, bounded by PROLOGUE_MAX_SEC, its stdin
-# empty and its stderr dropped, with the environment the command must not see; then its
-# leftovers reaped. Its stdout goes first on the exec's stdout as one block (port.PROLOGUE_MARK,
-# its length and time), before the command starts, so nothing the command prints comes before or
-# inside it, whether or not the wrapper can be read. When it failed or said more than
-# port.PROLOGUE_MAX_BLOCK, a deferral instead (with its output after its fourth line if it
-# exited 0) and neither the command nor the epilogue runs ($k). Its first line and the lines
-# after its third (a snapshot's tree, END line and fingerprint) stay in the wrapper's memory as
-# $c, which the epilogue alone gets as AGENTBENCH_CHAIN: out of the command's reach under the
-# execute-only shell. (Lines are split by IFS on a substituted separator: bash's own
-# `${b#*$'\n'}` is quadratic, 90 ms on a 12 kB block.)
+# PROLOGUE: a harness script $7 (or "") run before the command, once every earlier process is gone,
+# as the command user in the command's directory, bounded by PROLOGUE_MAX_SEC, its stdin empty and
+# its stderr dropped, with the environment the command must not see; then its leftovers reaped. Its
+# stdout goes first on the exec's stdout as one block (port.PROLOGUE_MARK, its length and time),
+# before the command starts, so nothing the command prints comes before or inside it, whether or not
+# the wrapper can be read. When it failed or said more than port.PROLOGUE_MAX_BLOCK, a deferral
+# instead (with its output after its fourth line if it exited 0) and neither the command nor the
+# epilogue runs ($k). Its first line and the lines after its third (a snapshot's tree, END line and
+# fingerprint) stay in the wrapper's memory as $c, and the time the command starts before them,
+# which the epilogue alone gets as AGENTBENCH_CHAIN: out of the command's reach under the execute-
+# only shell. (Lines are split by IFS on a substituted separator: bash's own `${b#*$'\n'}` is
+# quadratic, 90 ms on a 12 kB block.)
 PROLOGUE_MAX_SEC = 20
 PROLOGUE = r"""c= k=
 if [ -n "$7" ]; then
@@ -162,6 +162,7 @@ x=; [ -n "$6$7" ] && x=${!AGENTBENCH_EXCL_*} && [ -n "$x" ] && export -n $x
 if [ -z "$k" ]; then
   set -m
   m=$EPOCHREALTIME
+  [ -n "$c" ] && c=$m$'\n'$c  # the chain starts with when the command did
   command -p timeout -k 2 "$1" bash -c "$2" 2>&3 3>&- & t=$!
   wait "$t"; rc=$?
   m=$(( ${EPOCHREALTIME//[!0-9]/} - ${m//[!0-9]/} )); [ "$m" -ge 0 ] || m=0
