@@ -51,8 +51,8 @@ class Failure(Exception):
 
 
 class PrologueDeferred(Exception):
-    """`run_command`'s prologue failed (or its block is missing): the command did not run,
-    nothing was logged; `result` is the exec's."""
+    """`run_command`'s prologue failed, or its block is missing: nothing was logged, and the
+    command did not run unless the exec's output was lost (`result.output_lost`)."""
 
     def __init__(self, result: ExecResult) -> None:
         super().__init__("the prologue deferred")
@@ -210,8 +210,8 @@ class Attempt:
         exec, for a sandbox that `runs_prologues` (the caller asks only such a one); when it
         fails, PrologueDeferred (the command did not run)."""
         extra: dict[str, Any] = {}  # only what this sandbox takes (port.EpilogueRunning)
-        if prologue:
-            extra["prologue"] = prologue
+        if prologue:  # inline: bounded by the exec's deadline, as a command of its own would be
+            extra.update(prologue=prologue, inline_scripts=True)
         if results_path and getattr(sandbox, "collects_files", False):
             extra["collect_file"] = results_path
         if epilogue and getattr(sandbox, "runs_epilogues", False):

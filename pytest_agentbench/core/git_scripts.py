@@ -130,7 +130,7 @@ if [ -f "$GD/ref" ]; then
   if [ -s "$P" ]; then g update-index --force-remove -z --stdin < "$P" || exit 1; fi
 fi
 now=${EPOCHREALTIME//[!0-9]/}; [ -n "$now" ] || now=$(date +%s%6N) || exit 1
-now=$(( now - MARGIN_US ))
+now=$(( now - ${MARGIN_US:?} ))
 printf '%d.%06d\n' $(( now / 1000000 )) $(( now % 1000000 )) > "$GD/ref" || exit 1
 g add -u -- . JUNK || exit 1
 g ls-files -z -o --exclude-from="$GD/info/exclude" -- . JUNK > "$P" || exit 1
@@ -272,19 +272,19 @@ if [ -n "$c" ]; then
   [ "$f" = SAME ] || EXPECT=$f
   if [ -n "CHAINREF" ] && [[ $e =~ ^END\ [0-9]+[.,][0-9]{6}$ ]] &&
      [[ $a =~ ^([0-9]+)[.,]([0-9]{6})$ ]]; then
-    m=$(( 10#${BASH_REMATCH[1]}${BASH_REMATCH[2]} - MARGIN_US ))
+    m=$(( 10#${BASH_REMATCH[1]}${BASH_REMATCH[2]} - ${MARGIN_US:?} ))
     printf -v REF '%d.%06d' $(( m / 1000000 )) $(( m % 1000000 ))
   fi
 fi
 """
 # A command's own snapshot after it defers, the git dir untouched (its fingerprint stands), when a
-# file changed since the last snapshot is large: hashing it is work for a snapshot with a bound
-# of its own, not for the command's exec, which the host may cut short (a disk limit, a deadline)
-# and which would leave the next snapshot a rebuild.
+# file changed since the last snapshot is large (found within 0.3 s): hashing it is work for a
+# snapshot in an exec with a bound of its own (the host takes one at once), not for the
+# command's, which the host may cut short (a disk limit, a deadline), leaving a rebuild.
 AFTER_BIG_KIB = 8192
 AFTER_BIG = r"""read -r r0 < "$GD/ref" 2>/dev/null || r0=
-if [[ $r0 =~ ^[0-9]+\.[0-9]{6}$ ]] && [ -n "$(command -p find . -path ./.git -prune -o -type f \
-     -size +BIGk -newerct "@$r0" -print -quit 2>/dev/null)" ]; then
+if [[ $r0 =~ ^[0-9]+\.[0-9]{6}$ ]] && [ -n "$(command -p timeout 0.3 find . -path ./.git -prune \
+     -o -type f -size +BIGk -newerct "@$r0" -print -quit 2>/dev/null)" ]; then
   printf 'DEFER\n%s\n' "$EXPECT"; exit 0
 fi
 """.replace("BIG", str(AFTER_BIG_KIB))
@@ -295,3 +295,15 @@ AFTER_MAX_OUTPUT = 192_000  # characters, under the Docker wrapper's 256 KiB
 AFTER_TAIL = "o=$(\n" + SNAPSHOT_DIFF + r""") || exit 1
 if [ "${#o}" -le MAXO ]; then printf '%s\n' "$o"; else printf 'DEFER\n%s\n' "$(fp)"; fi
 """.replace("MAXO", str(AFTER_MAX_OUTPUT))
+# The part of a command's own snapshot after it that runs git, in a bash of its own bounded by
+# AFTER_MAX_SEC: that snapshot runs inline in the command's exec (git_scripts' callers: gitops
+# wrapped_scripts), whose only bound is the exec's deadline, which the host would read as the
+# command's timeout. The variables and functions it needs go along; "unchanged" stays inline.
+AFTER_MAX_SEC = 20
+
+
+def bounded(text: str) -> str:
+    """`text` run by `timeout AFTER_MAX_SEC bash -c`, after PRELUDE, FP and UNCHANGED."""
+    return ("export GD BASE OLD REF LAST ATTRS MARGIN_US EXPECT st slow\nexport -f g fp\n"
+            f"command -p timeout -k 1 {AFTER_MAX_SEC} bash -c "
+            f"{shlex.quote('set -o pipefail' + chr(10) + text)}\nexit $?\n")

@@ -25,7 +25,7 @@ depend on anything the agent controls, because the recorded diff is what scoring
   touched or removed it, the index is rebuilt from the base tree and every file is hashed again.
 - The same ctime rule lets a snapshot skip git altogether: when the host can say the workspace
   was tree T at time R (the last accepted snapshot's start in the sandbox's clock, less the
-  margin; only the host holds R, and only for T = the tree asked to diff from), and nothing
+  margin; the host's R, or in a chain the wrapper's: git_scripts.CHAIN), and nothing
   in the workspace but .git has a ctime after R (a write, chmod, link, rename or removal
   sets the ctime of the file or its directory, and no tool sets it back), the workspace is still
   T; the git dir was not read, so its fingerprint is checked by the next snapshot that runs git.
@@ -249,8 +249,8 @@ class Snapshotter:
 
     # -- a snapshot folded into the next command's exec (core/snapshot_fold.py) ---------------
     def can_fold(self) -> bool:
-        """Whether the next snapshot can run at the start of a command's exec: the git dir is
-        there and its fingerprint known (else the snapshot needs its own exec, and may rebuild)."""
+        """Whether a snapshot can run in a command's exec: the git dir is there, its fingerprint
+        known (else the snapshot needs its own exec, and may rebuild)."""
         return self.gitdir is not None and not self.removed and bool(self.fingerprint)
 
     def fold_script(self, old: str, command: str) -> tuple[str, dict[str, str]]:
@@ -268,27 +268,27 @@ class Snapshotter:
 
     def wrapped_scripts(self, old: str, prologue: bool) -> tuple[str | None, str, dict[str, str]]:
         """For a sandbox that runs scripts around a command (port.EpilogueRunning): the pending
-        step's snapshot from `old` to run before it (when `prologue`), the command's own snapshot
-        to run after it (from the prologue's tree, fingerprint and start, which the wrapper hands
-        over as AGENTBENCH_CHAIN; without a prologue, from `old`), and their environment. Both
-        outputs are what `accept_fold` takes, but the second's may say DEFER and the git dir's
-        fingerprint instead (git_scripts.AFTER_TAIL)."""
+        step's snapshot from `old` before it (when `prologue`), the command's own after it (from
+        the prologue's tree and fingerprint: git_scripts.CHAIN; else from `old`; git in a bash
+        bounded by itself), and their environment. Both outputs are what `accept_fold` takes;
+        the second's may say DEFER and the fingerprint instead (git_scripts.AFTER_TAIL)."""
         _check_tree(old)
         head, env = self._head(old, self._ref(old, last=False))
         head += f"EXPECT={shlex.quote(env.pop('EXPECT'))}\n"  # the command sees no EXPECT
-        body = sh.PRELUDE + sh.FP + sh.UNCHANGED + sh.CHECK + sh.UPDATE
-        chain = sh.CHAIN.replace("CHAINREF", "" if self.shortcut_off else "1")
-        after = head + chain + body.replace(sh.UPDATE, sh.AFTER_BIG + sh.UPDATE) + sh.AFTER_TAIL
-        return (head + body + sh.SNAPSHOT_DIFF) if prologue else None, after, env
+        quick, chain = sh.PRELUDE + sh.FP + sh.UNCHANGED, sh.CHAIN.replace(
+            "CHAINREF", "" if self.shortcut_off else "1")
+        after = head + chain + quick + sh.bounded(sh.CHECK + sh.AFTER_BIG + sh.UPDATE
+                                                  + sh.AFTER_TAIL)
+        before = head + quick + sh.CHECK + sh.UPDATE + sh.SNAPSHOT_DIFF
+        return before if prologue else None, after, env
 
     @staticmethod
     def clock_mark() -> float:  # the wall clock's offset from the monotonic one (clock_moved)
         return _clock_offset()
 
     def clock_moved(self, mark: float) -> bool:
-        """Whether the wall clock stepped since `clock_mark` gave `mark`: then a start taken in
-        the sandbox since (a wrapped script's $REF) may date a later edit before it; the
-        shortcut is off until the next snapshot that runs git."""
+        """Whether the wall clock stepped since `clock_mark` gave `mark` (a $REF taken since may
+        date a later edit before it): then the shortcut is off until a snapshot runs git."""
         if moved := abs(_clock_offset() - mark) > self._clock_step():
             self.ref = ""
         return moved

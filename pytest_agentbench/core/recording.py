@@ -212,8 +212,11 @@ class RecordingToolbox:
         # during the exec voids it, and the after-snapshot's "unchanged", which rests on it
         if self.snapshots.clock_moved(clock) and (after or "").rstrip("\n").endswith("SAME"):
             after = None
-        if after is not None and after.startswith("DEFER\n"):  # too large to come back
+        if after is not None and after.startswith("DEFER\n"):  # too large, or a large file
             self.snapshots.fingerprint = after[6:].rstrip("\n")
+            # now, in an exec with a bound of its own, not in the next command's
+            self.pending, self.taken = self.step, self.step
+            self._settle()
         elif after is not None and base is not None \
                 and self._accept(self.step, base, after) is not None:
             self.taken = self.step

@@ -150,7 +150,12 @@ def _grade(
 def _apply_diff(at: Attempt, sandbox: Sandbox, what: str = "the agent's diff") -> None:
     """The agent's diff (written to the workspace's .git) applied exactly as recorded; `what`
     names it in a failure (a regrade may apply the reference solution instead)."""
-    applied = sandbox.exec(apply_command(), timeout_sec=at.spec.environment.tool_timeout_sec)
+    _check_applied(at, sandbox.exec(apply_command(),
+                                    timeout_sec=at.spec.environment.tool_timeout_sec), what)
+
+
+def _check_applied(at: Attempt, applied: ExecResult, what: str = "the agent's diff") -> None:
+    """The failure of an exec that applied `what` (nothing when it applied)."""
     if applied.disk_limit_exceeded:
         raise Failure(
             Reason.TESTS_FAILED,
@@ -159,10 +164,10 @@ def _apply_diff(at: Attempt, sandbox: Sandbox, what: str = "the agent's diff") -
             "DISK_LIMIT_EXCEEDED",
         )
     if not applied.ok:
+        why = "timed out" if applied.timed_out else applied.stderr.strip()[-200:]
         raise Failure(
             Reason.TOOL_ERROR,
-            f"{what} does not apply to the "
-            f"pre-agent workspace: {applied.stderr.strip()[-200:]}",
+            f"{what} does not apply to the pre-agent workspace: {why}",
             "DIFF_NOT_APPLICABLE",
         )
 
@@ -202,9 +207,14 @@ def _run_scored(
     try:
         result = passing(apply_command() if apply else "")
     except PrologueDeferred as deferred:
-        if deferred.result.output_lost:  # whether the diff applied and the command ran: unknown
+        folded = deferred.result
+        if folded.output_lost:  # whether the diff applied and the command ran: unknown
             raise SandboxError("the engine lost the output of scoring's command") from None
-        _apply_diff(at, sandbox)  # raises the reason it does not apply
+        if folded.disk_limit_exceeded or folded.timed_out:  # cut short: maybe half applied
+            _check_applied(at, folded)
+        # it ran to its end and failed: git checks every hunk before it writes a file, so the
+        # copy is as it was; applied alone, it says why
+        _apply_diff(at, sandbox)
         result = passing()
     results, problem = at.collect_results(sandbox, path, result)
     evidence = ScoringEvidence(

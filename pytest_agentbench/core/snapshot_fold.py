@@ -1,4 +1,7 @@
-"""The snapshot of one agent step folded into the exec of the next command (one exec, not two).
+"""The snapshot of one agent step folded into the exec of the next command (one exec, not two),
+on a sandbox whose exec runs no harness scripts around a command (the local one): on Docker the
+wrapper's prologue and epilogue do it, and take the command's own snapshot after it as well
+(RecordingToolbox._exec_around). `split_fold` reads either's block.
 
 A Docker exec costs tens of milliseconds before anything runs, and a `run` step used two: the
 command, then the snapshot. Between two execs nothing of the command user runs in the sandbox

@@ -119,17 +119,17 @@ EPILOGUE = r"""if [ -n "$6" ] && [ -z "$k" ]; then
 fi
 """.replace("EMAX", str(EPILOGUE_MAX_SEC))
 # PROLOGUE: a harness script $7 (or "") run before the command, once every earlier process is gone,
-# as the command user in the command's directory, bounded by PROLOGUE_MAX_SEC, its stdin empty and
-# its stderr dropped, with the environment the command must not see; then its leftovers reaped. Its
-# stdout goes first on the exec's stdout as one block (port.PROLOGUE_MARK, its length and time),
-# before the command starts, so nothing the command prints comes before or inside it, whether or not
-# the wrapper can be read. When it failed or said more than port.PROLOGUE_MAX_BLOCK, a deferral
-# instead (with its output after its fourth line if it exited 0) and neither the command nor the
-# epilogue runs ($k). Its first line and the lines after its third (a snapshot's tree, END line and
-# fingerprint) stay in the wrapper's memory as $c, and the time the command starts before them,
-# which the epilogue alone gets as AGENTBENCH_CHAIN: out of the command's reach under the execute-
-# only shell. (Lines are split by IFS on a substituted separator: bash's own `${b#*$'\n'}` is
-# quadratic, 90 ms on a 12 kB block.)
+# as the command user in the command's directory, bounded by PROLOGUE_MAX_SEC (unless inline: see
+# EPILOGUE), its stdin empty and its stderr dropped, with the environment the command must not see;
+# then its leftovers reaped. Its stdout goes first on the exec's stdout as one block
+# (port.PROLOGUE_MARK, its length and time), before the command starts, so nothing the command
+# prints comes before or inside it, whether or not the wrapper can be read. When it failed or said
+# more than port.PROLOGUE_MAX_BLOCK, a deferral instead (with its output after its fourth line if it
+# exited 0) and neither the command nor the epilogue runs ($k). Its first line and the lines after
+# its third (a snapshot's tree, END line and fingerprint) stay in the wrapper's memory as $c, and
+# the time the command starts before them, which the epilogue alone gets as AGENTBENCH_CHAIN: out of
+# the command's reach under the execute- only shell. (Lines are split by IFS on a substituted
+# separator: bash's own `${b#*$'\n'}` is quadratic, 90 ms on a 12 kB block.)
 PROLOGUE_MAX_SEC = 20
 PROLOGUE = r"""c= k=
 if [ -n "$7" ]; then
@@ -161,11 +161,15 @@ x=; [ -n "$6$7" ] && x=${!AGENTBENCH_EXCL_*} && [ -n "$x" ] && export -n $x
 """ + PROLOGUE + r"""rc=0 m=0
 if [ -z "$k" ]; then
   set -m
-  m=$EPOCHREALTIME
-  [ -n "$c" ] && c=$m$'\n'$c  # the chain starts with when the command did
+  [ -n "$c" ] && c=$EPOCHREALTIME$'\n'$c  # the chain starts with when the command did
+  read -r m _ < /proc/uptime || m=
   command -p timeout -k 2 "$1" bash -c "$2" 2>&3 3>&- & t=$!
   wait "$t"; rc=$?
-  m=$(( ${EPOCHREALTIME//[!0-9]/} - ${m//[!0-9]/} )); [ "$m" -ge 0 ] || m=0
+  read -r u _ < /proc/uptime || u=
+  # its own time in microseconds, on the boot clock (no wall-clock step moves it), or "-"
+  if [[ $m =~ ^[0-9]+\.[0-9]{2}$ && $u =~ ^[0-9]+\.[0-9]{2}$ ]]; then
+    m=$(( (10#${u//./} - 10#${m//./}) * 10000 ))
+  else m=-; fi
 fi
 reap
 oomc

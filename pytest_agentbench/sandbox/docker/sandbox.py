@@ -202,7 +202,7 @@ class DockerSandbox:
             err.append(LOST_OUTPUT_NOTE.encode())
         # the command's own time (not its wrapper's scripts') when the wrapper says, else the exec's
         own = seen[2] if trusted and seen is not None and seen[2] is not None else elapsed
-        timed_out = overran or (exit_code in (124, 137) and own >= budget)
+        timed_out = overran or (exit_code in (124, 137) and own >= budget - 0.02)  # 10 ms ticks
         # also the baseline of the next command
         disk_after = self.disk.hit_after(exit_code, disk.trailer_usage(trailer) if seen else None)
         if disk_hit or disk_after:
