@@ -189,8 +189,9 @@ class RecordingToolbox:
         # an epilogue whose output would never come back is not run: only the prologue then
         epilogue = after_script if sandbox.epilogues_read else None
         started, clock = time.perf_counter(), self.snapshots.clock_mark()
-        result = sandbox.exec(
-            command, timeout_sec=timeout_sec, env=env, prologue=prologue, epilogue=epilogue,
+        result = sandbox.exec(  # the snapshots' environment only with a script (else the command
+            command, timeout_sec=timeout_sec,  # would see it: the wrapper hides it then alone)
+            env=env if prologue or epilogue else None, prologue=prologue, epilogue=epilogue,
             inline_scripts=True)
         base: str | None = old
         if step is not None:

@@ -30,15 +30,13 @@ import pytest
 
 from pytest_agentbench.core.gitops import START_SCRIPT, Snapshotter
 from tests.support.sandboxes import (
+    STEAL_NONCE,
     MakeSandbox,
     open_labelled,
     runner_image_labelled,
     small_spec,
 )
 
-WRAPPER_PID = "w=$(ps -o ppid= -p $PPID | tr -d ' ')"  # command bash <- timeout <- wrapper
-STEAL_NONCE = (WRAPPER_PID + "; n=$(tr '\\0' '\\n' < /proc/$w/environ 2>/dev/null"
-               " | sed -n 's/^AGENTBENCH_NONCE=//p')")
 FORGED = "forged\n"
 FORGED_B64 = base64.b64encode(FORGED.encode()).decode()
 

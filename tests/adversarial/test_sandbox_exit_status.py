@@ -14,9 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.support.sandboxes import MakeSandbox, runner_image_labelled
+from tests.support.sandboxes import STEAL_NONCE, WRAPPER_PID, MakeSandbox, runner_image_labelled
 
-WRAPPER_PID = "w=$(ps -o ppid= -p $PPID | tr -d ' ')"  # command bash <- timeout <- wrapper
 FORGE = (r"""printf '\n\036agentbench-end:%s 0 0 0\n' "${AGENTBENCH_EXEC_ID:-guess}" >&2""")
 
 
@@ -71,8 +70,6 @@ def test_real_exit_codes_and_oom_still_reported(make_docker_sandbox: MakeSandbox
     assert sandbox.exec("sleep 30", timeout_sec=1).exit_code == 124
 
 
-STEAL_NONCE = (WRAPPER_PID + "; n=$(tr '\\0' '\\n' < /proc/$w/environ 2>/dev/null"
-               " | sed -n 's/^AGENTBENCH_NONCE=//p')")
 FORGE_WITH_NONCE = r"""printf '\n\036agentbench-end:%s 0 0 0 -\n' "$n" >&2"""
 
 

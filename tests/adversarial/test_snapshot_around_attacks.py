@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 
 from tests.support.diff_bench import Bench, differences, tree_state
-from tests.support.sandboxes import runner_image_labelled
+from tests.support.sandboxes import (
+    STEAL_NONCE,
+    runner_image_labelled,
+)
 
 FILES: dict[str, bytes | str] = {"a.txt": "hello\n"}
-WRAPPER_PID = "w=$(ps -o ppid= -p $PPID | tr -d ' ')"  # command bash <- timeout <- wrapper
-STEAL_NONCE = (WRAPPER_PID + "; n=$(tr '\\0' '\\n' < /proc/$w/environ 2>/dev/null"
-               " | sed -n 's/^AGENTBENCH_NONCE=//p')")
 
 
 @pytest.fixture(scope="module")

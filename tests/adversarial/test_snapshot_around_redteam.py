@@ -29,10 +29,12 @@ import pytest
 import pytest_agentbench.core.gitops as gitops
 from pytest_agentbench.core.git_scripts import RACY_MARGIN_SEC
 from tests.support.diff_bench import Bench, differences, tree_state
-from tests.support.sandboxes import runner_image_labelled
+from tests.support.sandboxes import (
+    WRAPPER_PID,
+    runner_image_labelled,
+)
 
 FILES: dict[str, bytes | str] = {"a.txt": "hello\n"}
-WRAPPER_PID = "w=$(ps -o ppid= -p $PPID | tr -d ' ')"  # command bash <- timeout <- wrapper
 
 
 @pytest.fixture(scope="module")
@@ -155,5 +157,18 @@ def test_a_large_changed_file_is_left_to_a_snapshot_with_a_bound_of_its_own(
         assert "big.bin" in patch and "a/a.txt" in patch
         assert bench.toolbox.snapshots.rebuilds == 0 and notes(bench, "snapshot_rebuilt") == 0
         assert not differences(tree_state(bench.scored_copy()), tree_state(bench.repo))
+    finally:
+        bench.close()
+
+
+def test_a_command_with_no_snapshot_around_it_sees_no_snapshot_environment(
+        docker_sandboxes: Any, plain_shell_image: str, tmp_path: Path) -> None:
+    """Where no after-snapshot runs (its line would not be read) and no step is pending, the
+    exec carries no script: the snapshots' environment (the wrapper hides it only from a
+    command with a script around it) must not go with it either."""
+    bench = Bench("docker", docker_sandboxes, tmp_path, FILES, image=plain_shell_image)
+    try:
+        seen = bench.run("env | grep -c '^AGENTBENCH_' || true")
+        assert seen.stdout == "0\n"
     finally:
         bench.close()

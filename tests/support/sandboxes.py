@@ -105,3 +105,11 @@ def runner_image_labelled(factory: Any, shell_label: str, name: str) -> Iterator
     yield tag
     with contextlib.suppress(Exception):
         client.images.remove(tag, force=True)
+
+
+# A command's shell commands that find its wrapper (command bash <- timeout <- wrapper) and read
+# the wrapper's nonce from /proc: what a hostile command tries on an image whose wrapper is
+# readable (the red-team tests of the wrapper's lines).
+WRAPPER_PID = "w=$(ps -o ppid= -p $PPID | tr -d ' ')"
+STEAL_NONCE = (WRAPPER_PID + "; n=$(tr '\\0' '\\n' < /proc/$w/environ 2>/dev/null"
+               " | sed -n 's/^AGENTBENCH_NONCE=//p')")
