@@ -185,9 +185,12 @@ def test_the_harness_index_tampered_or_removed_is_rebuilt(
     bench = bench_of(sandbox_kind, tmp_path)
     gitdir = bench.toolbox.snapshots.gitdir
     try:
-        bench.run(f"GIT_DIR={gitdir} GIT_INDEX_FILE={gitdir}/index "
-                  "GIT_OBJECT_DIRECTORY=$PWD/.git/objects "
-                  f"git update-index --assume-unchanged src/units.py && {EDIT}")
+        # (the harness git dir is bare: without a work tree named, update-index refused, the
+        # tampering never happened and neither did the edit)
+        tampered = bench.run(f"GIT_DIR={gitdir} GIT_INDEX_FILE={gitdir}/index GIT_WORK_TREE=$PWD "
+                             "GIT_OBJECT_DIRECTORY=$PWD/.git/objects "
+                             f"git update-index --assume-unchanged src/units.py && {EDIT}")
+        assert tampered.exit_code == 0, tampered.stderr
         bench.run(f"rm -rf {gitdir} && printf 'x\\n' > src/new.py")
         assert_scored_equals_workspace(bench)  # the last step's snapshot is taken by then
         assert bench.toolbox.snapshots.rebuilds == 2
