@@ -14,7 +14,8 @@ collection (with or without xdist), so a tier command never silently misses a te
 tests` (scripts/test) runs all four tiers; `-m <tier>` imports only that tier's folders.
 
 Fixtures every folder shares are registered here: `docker_sandboxes`, the session's one Docker
-sandbox factory (tests/support/sandboxes.py), and `sequential_baseline`, the one baseline run the
+sandbox factory (tests/support/sandboxes.py), `plain_shell_image`, the runner image without its
+execute-only shell (the same module), and `sequential_baseline`, the one baseline run the
 sequential tests compare against (tests/support/sequential_runs.py): a session fixture imported
 into two test modules would be two fixtures, made once each.
 """
@@ -29,7 +30,10 @@ from typing import Any
 import pytest
 
 from tests.support.engines import second_engine  # noqa: F401 - one per session (xdist_group)
-from tests.support.sandboxes import docker_sandboxes  # noqa: F401 - one per session, every folder
+from tests.support.sandboxes import (
+    docker_sandboxes,  # noqa: F401 - one per session, every folder
+    plain_shell_image,  # noqa: F401 - one per test process
+)
 from tests.support.sequential_runs import sequential_baseline  # noqa: F401 - one per session
 from tests.support.xdist_groups import group_shared_fixtures, keep_groups_in_node_ids
 

@@ -46,12 +46,6 @@ def _line(mark: str, value: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def plain_shell_image(docker_sandboxes: Any) -> Iterator[str]:
-    """The runner image as an image built without the execute-only shell."""
-    yield from runner_image_labelled(docker_sandboxes, "", "epilogue-plain-shell")
-
-
-@pytest.fixture(scope="module")
 def readable_shell_image(docker_sandboxes: Any) -> Iterator[str]:
     """An image whose label names a shell that is not execute-only (a readable bash)."""
     yield from runner_image_labelled(docker_sandboxes, "/bin/bash",

@@ -9,12 +9,11 @@ command cannot read its environment (its nonce) or ptrace it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.support.sandboxes import STEAL_NONCE, WRAPPER_PID, MakeSandbox, runner_image_labelled
+from tests.support.sandboxes import STEAL_NONCE, WRAPPER_PID, MakeSandbox
 
 FORGE = (r"""printf '\n\036agentbench-end:%s 0 0 0\n' "${AGENTBENCH_EXEC_ID:-guess}" >&2""")
 
@@ -71,13 +70,6 @@ def test_real_exit_codes_and_oom_still_reported(make_docker_sandbox: MakeSandbox
 
 
 FORGE_WITH_NONCE = r"""printf '\n\036agentbench-end:%s 0 0 0 -\n' "$n" >&2"""
-
-
-@pytest.fixture(scope="module")
-def plain_shell_image(docker_sandboxes: Any) -> Iterator[str]:
-    """The runner image with its execute-only shell label emptied: the wrapper runs under the
-    plain, readable bash, as on an image built without the shell."""
-    yield from runner_image_labelled(docker_sandboxes, "", "plain-shell")
 
 
 def test_a_nonce_stolen_from_a_readable_wrapper_forges_no_status(

@@ -13,7 +13,6 @@ harness git dir during the command fails the after-snapshot's fingerprint check 
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +21,9 @@ import pytest
 from tests.support.diff_bench import Bench, differences, tree_state
 from tests.support.sandboxes import (
     STEAL_NONCE,
-    runner_image_labelled,
 )
 
 FILES: dict[str, bytes | str] = {"a.txt": "hello\n"}
-
-
-@pytest.fixture(scope="module")
-def plain_shell_image(docker_sandboxes: Any) -> Iterator[str]:
-    yield from runner_image_labelled(docker_sandboxes, "", "around-plain-shell")
 
 
 def _forging_edit(last_tree: str) -> str:

@@ -20,7 +20,6 @@ before the prologue's block was accepted; now after.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,15 +30,9 @@ from pytest_agentbench.core.git_scripts import RACY_MARGIN_SEC
 from tests.support.diff_bench import Bench, differences, tree_state
 from tests.support.sandboxes import (
     WRAPPER_PID,
-    runner_image_labelled,
 )
 
 FILES: dict[str, bytes | str] = {"a.txt": "hello\n"}
-
-
-@pytest.fixture(scope="module")
-def plain_shell_image(docker_sandboxes: Any) -> Iterator[str]:
-    yield from runner_image_labelled(docker_sandboxes, "", "around-redteam-plain")
 
 
 def notes(bench: Bench, kind: str) -> int:

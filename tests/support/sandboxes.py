@@ -90,6 +90,14 @@ def open_labelled(factory: SandboxFactory, spec: SandboxSpec) -> Iterator[MakeSa
     assert volumes == 0, f"close() left {volumes} volume(s) behind"
 
 
+@pytest.fixture(scope="session")
+def plain_shell_image(docker_sandboxes: Any) -> Iterator[str]:
+    """The runner image with its execute-only shell label emptied (the wrapper runs under the
+    plain, readable bash, as on an image built without the shell): one per test process, its
+    tag the process's own, so no xdist worker removes another's."""
+    yield from runner_image_labelled(docker_sandboxes, "", f"plain-shell-{os.getpid()}")
+
+
 def runner_image_labelled(factory: Any, shell_label: str, name: str) -> Iterator[str]:
     """The runner image with its execute-only shell label set to `shell_label` ("" : none; a
     readable shell's path: a lying label), built for this session as `name`, removed after."""
