@@ -5,8 +5,8 @@ Every script starts with PRELUDE (every GIT_* variable unset, system and global 
 the harness git dir $GD: UNCHANGED notes the start and stops early when nothing changed since
 $REF, REBUILD_SCRIPT makes the git dir afresh from the base tree, UPDATE brings its index up to
 date with the workspace, SNAPSHOT_DIFF writes the tree and diffs it from $OLD, and FP and CHECK
-notice when anything else touched the git dir. FOLD_TAIL runs a snapshot at the start of a
-command's exec, then the command. APPLY_SCRIPT applies a recorded patch with every attribute
+notice when anything else touched the git dir. CHAIN, AFTER_BIG and AFTER_TAIL make the snapshot
+after a command, in its exec. APPLY_SCRIPT applies a recorded patch with every attribute
 conversion off. Why each step is there is in core/gitops.py.
 """
 
@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import re
 import shlex
-
-from pytest_agentbench.sandbox.port import PROLOGUE_MARK, PROLOGUE_MAX_BLOCK
 
 EXCLUDES = ["**/__pycache__/**", ".pytest_cache/**", "**/*.pyc", ".agentbench/**"]
 GITDIR_PREFIX = "/tmp/.agentbench-git."
@@ -226,36 +224,6 @@ mkdir "$D/refs" "$D/info" && printf 'ref: refs/heads/agentbench\n' > "$D/HEAD" &
 printf '%s' "$ATTRS" | base64 -d > "$D/info/attributes" || exit 1
 GIT_DIR="$D" GIT_WORK_TREE="$PWD" g apply --binary --whitespace=nowarn "$PATCH"
 """
-
-
-# The snapshot of a step folded into the start of the next command's exec (core/snapshot_fold.py):
-# the function `_ab_snap` (its body: the head, PRELUDE, FP, CHECK, UPDATE, SNAPSHOT_DIFF, run in a
-# subshell, stderr discarded) runs first, while no process of the command user is alive (the
-# wrapper has just reaped). Its output is printed as one block after FOLD_MARK with its length and
-# time, and only then is the command run by `exec bash -c`, so nothing the command prints can come
-# before or inside the block. Anything out of the ordinary (the git dir was touched, git failed,
-# the block is large, the snapshot was slow) prints FOLD_MARK + "defer" (and, if the snapshot went
-# through, the git dir's new fingerprint) and runs nothing: the host then snapshots in an exec of
-# its own, as without the fold, and runs the command after it.
-# The block's shape is the one a sandbox's own prologue prints (sandbox/port.py PROLOGUE_MARK).
-FOLD_MARK = PROLOGUE_MARK
-FOLD_MAX_BLOCK = PROLOGUE_MAX_BLOCK  # characters (ASCII); the command's head output stays whole
-FOLD_MAX_US = 500_000  # microseconds the snapshot may take out of the command's budget
-FOLD_TAIL = r"""_ab_t=$EPOCHREALTIME
-_ab_b=$(_ab_snap)
-_ab_r=$?
-_ab_u=$(( ${EPOCHREALTIME//[!0-9]/} - ${_ab_t//[!0-9]/} ))
-[ "$_ab_u" -ge 0 ] || _ab_u=0  # the wall clock stepped back: still a time, never "-123"
-unset -f _ab_snap
-unset AGENTBENCH_FOLD_EXPECT ${!AGENTBENCH_EXCL_*}
-if [ "$_ab_r" = 0 ] && [ "${#_ab_b}" -le MAXB ] && [ "$_ab_u" -le MAXU ]; then
-  printf '\036agentbench-fold:%s %s\n%s\n' "${#_ab_b}" "$_ab_u" "$_ab_b"
-  unset _ab_t _ab_b _ab_r _ab_u
-  exec bash -c CMD
-fi
-if [ "$_ab_r" = 0 ]; then _ab_b=${_ab_b#*$'\n'*$'\n'*$'\n'*$'\n'}; else _ab_b=; fi
-printf '\036agentbench-fold:defer %s %s\n%s\n' "$_ab_r" "$_ab_u" "$_ab_b"
-""".replace("MAXB", str(FOLD_MAX_BLOCK)).replace("MAXU", str(FOLD_MAX_US))
 
 
 # A command's own snapshot after it, from the tree the snapshot before it took (sandbox port

@@ -38,10 +38,10 @@ depend on anything the agent controls, because the recorded diff is what scoring
   UTF-8 is made again with every file as an exact binary patch. `apply_command` applies a patch
   the same way: no conversion, whatever the pre-agent copy's .gitattributes say.
 
-A step's snapshot may run at the start of the next command's exec (`fold_script`, used by
-core/snapshot_fold.py): same scripts, same guarantees, one exec fewer. The shell scripts
-themselves are in core/git_scripts.py; the translation of the ignore files into one exclude file
-is core/gitignore_rules.py.
+A step's snapshot may run in a command's exec, before it and after it (`wrapped_scripts`, for a
+sandbox that runs scripts around a command: port.EpilogueRunning): same scripts, same
+guarantees, no exec of their own. The shell scripts themselves are in core/git_scripts.py; the
+translation of the ignore files into one exclude file is core/gitignore_rules.py.
 """
 
 from __future__ import annotations
@@ -247,24 +247,11 @@ class Snapshotter:
         )
         return head, env
 
-    # -- a snapshot folded into the next command's exec (core/snapshot_fold.py) ---------------
+    # -- snapshots in a command's exec, around it (core/recording.py) -----------------------
     def can_fold(self) -> bool:
         """Whether a snapshot can run in a command's exec: the git dir is there, its fingerprint
         known (else the snapshot needs its own exec, and may rebuild)."""
         return self.gitdir is not None and not self.removed and bool(self.fingerprint)
-
-    def fold_script(self, old: str, command: str) -> tuple[str, dict[str, str]]:
-        """The script (and its environment) that snapshots and diffs from `old`, prints the
-        result as one block (git_scripts.FOLD_TAIL), then runs `command` as `bash -c` would;
-        or prints a deferral and runs nothing."""
-        _check_tree(old)
-        head, env = self._head(old, self._ref(old, last=False))
-        env["AGENTBENCH_FOLD_EXPECT"] = env.pop("EXPECT")
-        body = ("exec 2>/dev/null\nEXPECT=$AGENTBENCH_FOLD_EXPECT\n" + head + sh.PRELUDE + sh.FP
-                + sh.UNCHANGED + sh.CHECK + sh.UPDATE + sh.SNAPSHOT_DIFF)
-        script = "_ab_snap() {\n" + body + "}\n" + sh.FOLD_TAIL.replace(
-            "CMD", shlex.quote(command))
-        return script, env
 
     def wrapped_scripts(self, old: str, prologue: bool) -> tuple[str | None, str, dict[str, str]]:
         """For a sandbox that runs scripts around a command (port.EpilogueRunning): the pending

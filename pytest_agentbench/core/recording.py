@@ -10,10 +10,11 @@ The snapshot after a step is taken when it is next needed, and always before any
 the workspace again: at the start of the next command's exec (folded into it, one exec instead
 of two: core/snapshot_fold.py), in an exec of its own before a host-side edit, before the final
 diff, or at `close`. Read-only tools (they never write) do not wait for it. On a sandbox that
-runs scripts around a command (port.EpilogueRunning: Docker), a command's exec takes the pending
-step's snapshot before the command and the command's own after it, the first's tree handed to
-the second inside the sandbox's wrapper, out of the command's reach: no step is left pending
-after a `run`, so a host-side edit after one pays no exec.
+runs scripts around a command (port.EpilogueRunning: Docker's wrapper, the local sandbox's
+subprocesses), a command's exec takes the pending step's snapshot before the command and the
+command's own after it, the first's tree handed to the second by the sandbox, out of the
+command's reach on Docker: no step is left pending after a `run`, so a host-side edit after one
+pays no exec. A sandbox that runs no scripts takes each snapshot in an exec of its own.
 """
 
 from __future__ import annotations
@@ -155,26 +156,6 @@ class RecordingToolbox:
                 result = self._exec_around(command, timeout_sec)
             if result is not None:
                 return result
-        if (self.pending is not None and self.snapshots.can_fold() and plain):
-            step, old = self.pending, self.last_tree
-            started = time.perf_counter()
-            script, fold_env = self.snapshots.fold_script(old, command)
-            folded = split_fold(self.sandbox.exec(script, timeout_sec=timeout_sec, env=fold_env))
-            if folded.result is not None and folded.block is not None:
-                self.pending, self.folded = None, self.folded + 1
-                self.snapshot_ms += folded.snapshot_us / 1000
-                try:
-                    tree, diff = self.snapshots.accept_fold(old, folded.block)
-                except SnapshotError as exc:
-                    self.events.emit(Note(kind="snapshot_failed", message=str(exc)[:300]))
-                else:
-                    self._record_step(step, tree, diff)
-                return folded.result
-            # Deferred or cut short: the command did not run. The snapshot goes first, alone.
-            self.deferred += 1
-            self.snapshot_ms += (time.perf_counter() - started) * 1000
-            if folded.fingerprint != "SAME":  # SAME: it ran no git, the git dir is as it was
-                self.snapshots.fingerprint = folded.fingerprint or ""
         self._settle()
         return self.sandbox.exec(command, timeout_sec=timeout_sec, env=env, cwd=cwd,
                                  full_output=full_output)

@@ -1,22 +1,21 @@
-"""The snapshot of one agent step folded into the exec of the next command (one exec, not two),
-on a sandbox whose exec runs no harness scripts around a command (the local one): on Docker the
-wrapper's prologue and epilogue do it, and take the command's own snapshot after it as well
-(RecordingToolbox._exec_around). `split_fold` reads either's block.
+"""A step's snapshot folded into a command's exec, on a sandbox that runs the harness's scripts
+around a command (port.EpilogueRunning: the Docker wrapper's prologue and epilogue, the local
+sandbox's subprocesses): `split_fold` takes the prologue's block off the head of the command's
+output (RecordingToolbox._exec_around; scoring's apply, core/attempt.py).
 
-A Docker exec costs tens of milliseconds before anything runs, and a `run` step used two: the
-command, then the snapshot. Between two execs nothing of the command user runs in the sandbox
-(every command's processes are killed when it ends, and again when the next one starts), so the
-workspace after step k is still the workspace when the next exec starts, as long as the host does
-not write to it in between (the recording toolbox snapshots before any host-side edit). The
-snapshot of step k can therefore run at the start of the next command's exec, before the
-command: `FoldingSandbox.exec` prepends it (Snapshotter.fold_script, git_scripts.FOLD_TAIL) and
-splits its block off the head of the output, which the command cannot write before or into.
+An exec costs tens of milliseconds before anything runs on Docker, and a `run` step used two:
+the command, then the snapshot. Between two execs nothing of the command user runs in the
+sandbox (every command's processes are killed when it ends, and again when the next one starts),
+so the workspace after step k is still the workspace when the next exec starts, as long as the
+host does not write to it in between (the recording toolbox snapshots before any host-side
+edit). The snapshot of step k can therefore run at the start of the next command's exec, before
+the command, its block first on the output, where the command cannot write before or into it.
 
 The fold is used only when the exec is plain: no extra environment (the agent's `env` could
 change what the snapshot's tools are), no cwd, no full output, a budget of at least
-FOLD_MIN_BUDGET_SEC (the snapshot's time, at most FOLD_MAX_US, comes out of it), a command of
-sane size. Otherwise, or when the block says "defer" or is missing (then the command did not
-run), the pending snapshot takes its own exec first and the command runs in a plain one after.
+FOLD_MIN_BUDGET_SEC, a command of sane size. Otherwise, or when the block says "defer" or is
+missing (then the command did not run), the pending snapshot takes its own exec first and the
+command runs in a plain one after.
 """
 
 from __future__ import annotations
@@ -25,9 +24,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-import pytest_agentbench.core.git_scripts as sh
 from pytest_agentbench.paths.files import Files
-from pytest_agentbench.sandbox.port import ExecResult, Sandbox, SandboxSpec
+from pytest_agentbench.sandbox.port import PROLOGUE_MARK, ExecResult, Sandbox, SandboxSpec
 
 FOLD_MIN_BUDGET_SEC = 5.0
 FOLD_MAX_COMMAND = 60_000  # characters; a longer command runs in a plain exec
@@ -48,9 +46,9 @@ class Folded:
 def split_fold(result: ExecResult) -> Folded:
     """Take the fold's block off the head of a folded exec's stdout."""
     text = result.stdout
-    if not text.startswith(sh.FOLD_MARK):
+    if not text.startswith(PROLOGUE_MARK):
         return Folded(None, 0, None)  # the prefix never printed: nothing ran
-    header, _, rest = text[len(sh.FOLD_MARK):].partition("\n")
+    header, _, rest = text[len(PROLOGUE_MARK):].partition("\n")
     fields = header.split(" ")
     if len(fields) == 3 and fields[0] == "defer" and fields[2].isdigit():
         fingerprint = rest.rstrip("\n") if fields[1] == "0" and not result.timed_out else None
@@ -61,7 +59,7 @@ def split_fold(result: ExecResult) -> Folded:
     size, snapshot_us = int(fields[0]), max(0, int(fields[1]))
     if len(rest) < size + 1 or rest[size] != "\n":
         return Folded(None, snapshot_us, None)  # cut short: killed before the command ran
-    block, cut = rest[:size], len(sh.FOLD_MARK) + len(header) + 1 + size + 1
+    block, cut = rest[:size], len(PROLOGUE_MARK) + len(header) + 1 + size + 1
     return Folded(block, snapshot_us, _without_head(result, cut, block.count("\n") + 2,
                                                     snapshot_us))
 

@@ -1,6 +1,8 @@
 """An unisolated sandbox: commands run as host subprocesses in the workspace directory.
 
-For fast tests of the core and for machines without Docker; never the default. Nothing is
+For fast tests of the core and for machines without Docker; never the default. The harness's
+scripts around a command (port.EpilogueRunning) run as subprocesses of their own
+(sandbox/local_scripts.py), with the Docker wrapper's protocol. Nothing is
 enforced but the time budget: no network isolation, no resource or disk limits, same user as the
 harness, and a process that leaves the command's session (setsid) outlives it. The exit status
 is bash's own (waitpid), never read from the output; one command runs at a time.
@@ -10,6 +12,7 @@ The output capture and environment defaults it shares with the Docker sandbox ar
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import platform
 import signal
@@ -23,6 +26,7 @@ from typing import IO, Any
 from pytest_agentbench.paths.files import Files
 from pytest_agentbench.paths.host_files import HostFiles
 from pytest_agentbench.paths.trees import copy_tree
+from pytest_agentbench.sandbox import local_scripts as scripts
 from pytest_agentbench.sandbox.capture import (
     CAPTURE_CAP,
     DETERMINISTIC_ENV,
@@ -83,13 +87,20 @@ class LocalSandbox:
 
     def exec(
         self, command: str, *, timeout_sec: float, env: Mapping[str, str] | None = None,
-        cwd: str | None = None, full_output: bool = False,
+        cwd: str | None = None, full_output: bool = False, collect_file: str | None = None,
+        epilogue: str | None = None, prologue: str | None = None, inline_scripts: bool = False,
     ) -> ExecResult:
+        """`collect_file`, `epilogue`, `prologue`: port.EpilogueRunning, as host subprocesses
+        of their own (sandbox/local_scripts.py); `inline_scripts` changes nothing here."""
         with self._lock:
-            return self._exec(command, timeout_sec, env, cwd, full_output)
+            return self._exec(command, timeout_sec, env, cwd, full_output, collect_file,
+                              epilogue, prologue)
+
+    collects_files = runs_epilogues = runs_prologues = epilogues_read = True
 
     def _exec(self, command: str, timeout_sec: float, env: Mapping[str, str] | None,
-              cwd: str | None, full_output: bool) -> ExecResult:
+              cwd: str | None, full_output: bool, collect_file: str | None = None,
+              epilogue: str | None = None, prologue: str | None = None) -> ExecResult:
         """The exit status is bash's own, from waitpid: nothing the command prints counts."""
         if self.closed:
             raise SandboxError("sandbox is closed")
@@ -97,9 +108,18 @@ class LocalSandbox:
         cap = FULL_CAPTURE_CAP if full else CAPTURE_CAP
         out, err = OutputBuffer(cap), OutputBuffer(cap)
         start = time.monotonic()
+        where, environment = self.host_cwd(cwd), self.environment(env)
+        before = scripts.run_prologue(prologue, where, environment) if prologue else None
+        if before is not None:
+            out.append(before.head.encode())
+            if before.deferred:
+                return build_result(0, out, err, int((time.monotonic() - start) * 1000),
+                                    timed_out=False, oom_killed=False, full_logs=full)
+        chain = scripts.chain_for(before)
         try:
             proc = subprocess.Popen(
-                ["bash", "-c", command], cwd=self.host_cwd(cwd), env=self.environment(env),
+                ["bash", "-c", command], cwd=where,
+                env=scripts.command_env(environment) if prologue or epilogue else environment,
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 start_new_session=True,
             )
@@ -118,11 +138,15 @@ class LocalSandbox:
             _killpg(proc.pid, signal.SIGKILL)  # leftovers: background jobs of the command
         for reader in readers:
             reader.join(timeout=KILL_GRACE_SEC)
+        after = scripts.run_epilogue(epilogue, where, environment, chain) if epilogue else None
+        read, content = scripts.collect(where / collect_file) if collect_file else (False, None)
         duration_ms = int((time.monotonic() - start) * 1000)
         if exit_code < 0:
             exit_code = 128 - exit_code
-        return build_result(exit_code, out, err, duration_ms, timed_out=timed_out,
-                            oom_killed=False, full_logs=full)
+        result = build_result(exit_code, out, err, duration_ms, timed_out=timed_out,
+                              oom_killed=False, full_logs=full)
+        return dataclasses.replace(result, epilogue_output=after, file_read=read,
+                                   file_content=content)
 
     @staticmethod
     def _terminate(proc: subprocess.Popen[bytes]) -> int:
