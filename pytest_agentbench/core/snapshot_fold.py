@@ -13,9 +13,10 @@ the command, its block first on the output, where the command cannot write befor
 
 The fold is used only when the exec is plain: no extra environment (the agent's `env` could
 change what the snapshot's tools are), no cwd, no full output, a budget of at least
-FOLD_MIN_BUDGET_SEC, a command of sane size. Otherwise, or when the block says "defer" or is
-missing (then the command did not run), the pending snapshot takes its own exec first and the
-command runs in a plain one after.
+FOLD_MIN_BUDGET_SEC, a command of sane size. Otherwise the pending snapshot takes its own exec
+first and the command runs in a plain one after. When the block says "defer" (the command did
+not run), the pending snapshot takes its own exec, then the command runs with its own snapshot
+after it.
 """
 
 from __future__ import annotations

@@ -91,16 +91,18 @@ class LocalSandbox:
         epilogue: str | None = None, prologue: str | None = None, inline_scripts: bool = False,
     ) -> ExecResult:
         """`collect_file`, `epilogue`, `prologue`: port.EpilogueRunning, as host subprocesses
-        of their own (sandbox/local_scripts.py); `inline_scripts` changes nothing here."""
+        of their own (sandbox/local_scripts.py); `inline_scripts`: each bounded by the command's
+        budget and SCRIPT_MAX_SEC together rather than by SCRIPT_MAX_SEC alone."""
         with self._lock:
             return self._exec(command, timeout_sec, env, cwd, full_output, collect_file,
-                              epilogue, prologue)
+                              epilogue, prologue, inline_scripts)
 
     collects_files = runs_epilogues = runs_prologues = epilogues_read = True
 
     def _exec(self, command: str, timeout_sec: float, env: Mapping[str, str] | None,
               cwd: str | None, full_output: bool, collect_file: str | None = None,
-              epilogue: str | None = None, prologue: str | None = None) -> ExecResult:
+              epilogue: str | None = None, prologue: str | None = None,
+              inline: bool = False) -> ExecResult:
         """The exit status is bash's own, from waitpid: nothing the command prints counts."""
         if self.closed:
             raise SandboxError("sandbox is closed")
@@ -109,12 +111,15 @@ class LocalSandbox:
         out, err = OutputBuffer(cap), OutputBuffer(cap)
         start = time.monotonic()
         where, environment = self.host_cwd(cwd), self.environment(env)
-        before = scripts.run_prologue(prologue, where, environment) if prologue else None
+        # inline: as the Docker exec's deadline bounds them, the budget and an allowance
+        bound = timeout_sec + scripts.SCRIPT_MAX_SEC if inline else scripts.SCRIPT_MAX_SEC
+        before = scripts.run_prologue(prologue, where, environment, bound) if prologue else None
         if before is not None:
             out.append(before.head.encode())
-            if before.deferred:
+            if before.deferred:  # cut short by the command's budget: as a Docker exec overrun
                 return build_result(0, out, err, int((time.monotonic() - start) * 1000),
-                                    timed_out=False, oom_killed=False, full_logs=full)
+                                    timed_out=before.overran and inline, oom_killed=False,
+                                    full_logs=full)
         chain = scripts.chain_for(before)
         try:
             proc = subprocess.Popen(
@@ -138,7 +143,8 @@ class LocalSandbox:
             _killpg(proc.pid, signal.SIGKILL)  # leftovers: background jobs of the command
         for reader in readers:
             reader.join(timeout=KILL_GRACE_SEC)
-        after = scripts.run_epilogue(epilogue, where, environment, chain) if epilogue else None
+        after = (scripts.run_epilogue(epilogue, where, environment, chain, bound) if epilogue
+                 else None)
         read, content = scripts.collect(where / collect_file) if collect_file else (False, None)
         duration_ms = int((time.monotonic() - start) * 1000)
         if exit_code < 0:

@@ -2,7 +2,9 @@
 (port.EpilogueRunning), as the Docker wrapper does it (sandbox/docker/policy.py PROLOGUE, EPILOGUE
 and COLLECT), so that the recording toolbox, the baseline and scoring take one path on both:
 
-- a prologue script runs first, in a process group of its own, bounded by SCRIPT_MAX_SEC; its
+- a prologue script runs first, in a process group of its own, bounded by SCRIPT_MAX_SEC (or,
+  `inline`, by the command's budget and that together, as the Docker wrapper's inline scripts
+  are by the exec's deadline: one cut short then makes the result `timed_out`, as there). Its
   stdout, trailing newlines dropped, goes first on the command's stdout as one block
   (port.PROLOGUE_MARK, its length and its time in microseconds). When it failed or said more
   than port.PROLOGUE_MAX_BLOCK, a deferral goes there instead (with its output after its fourth
@@ -31,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_agentbench.sandbox.port import PROLOGUE_MARK, PROLOGUE_MAX_BLOCK
+from pytest_agentbench.sandbox.port import PROLOGUE_MARK, PROLOGUE_MAX_BLOCK, SandboxError
 
 SCRIPT_MAX_SEC = 20  # a script's own bound (the Docker wrapper's PROLOGUE/EPILOGUE_MAX_SEC)
 EPILOGUE_MAX_BYTES = 256 * 1024  # as the Docker wrapper's line
@@ -44,6 +46,7 @@ class Prologue:
     head: str  # what goes first on the command's stdout
     chain: str  # what of it the epilogue gets (before the command's start time), "" for none
     deferred: bool  # the command and the epilogue do not run
+    overran: bool = False  # cut short by its bound
 
 
 def command_env(env: Mapping[str, str]) -> dict[str, str]:
@@ -51,9 +54,10 @@ def command_env(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if not k.startswith(SCRIPT_VARS)}
 
 
-def run_prologue(script: str, cwd: Path, env: Mapping[str, str]) -> Prologue:
+def run_prologue(script: str, cwd: Path, env: Mapping[str, str],
+                 bound: float = SCRIPT_MAX_SEC) -> Prologue:
     started = time.monotonic()
-    code, out = _run(script, cwd, env)
+    code, out, overran = _run(script, cwd, env, bound)
     micros = int((time.monotonic() - started) * 1_000_000)
     block = out.rstrip("\n")
     lines = block.split("\n")
@@ -61,7 +65,7 @@ def run_prologue(script: str, cwd: Path, env: Mapping[str, str]) -> Prologue:
         chain = "\n".join([lines[0], *lines[3:]]) if block else ""
         return Prologue(f"{PROLOGUE_MARK}{len(block)} {micros}\n{block}\n", chain, False)
     rest = "\n".join(lines[4:]) if code == 0 else ""
-    return Prologue(f"{PROLOGUE_MARK}defer {code} {micros}\n{rest}\n", "", True)
+    return Prologue(f"{PROLOGUE_MARK}defer {code} {micros}\n{rest}\n", "", True, overran)
 
 
 def chain_for(prologue: Prologue | None) -> str:
@@ -71,8 +75,9 @@ def chain_for(prologue: Prologue | None) -> str:
     return f"{time.time():.6f}\n{prologue.chain}"
 
 
-def run_epilogue(script: str, cwd: Path, env: Mapping[str, str], chain: str) -> str | None:
-    code, out = _run(script, cwd, {**env, "AGENTBENCH_CHAIN": chain})
+def run_epilogue(script: str, cwd: Path, env: Mapping[str, str], chain: str,
+                 bound: float = SCRIPT_MAX_SEC) -> str | None:
+    code, out, _ = _run(script, cwd, {**env, "AGENTBENCH_CHAIN": chain}, bound)
     if code != 0 or len(out.encode("utf-8", "surrogateescape")) > EPILOGUE_MAX_BYTES:
         return None
     return out
@@ -97,14 +102,18 @@ def collect(path: Path) -> tuple[bool, bytes | None]:
     return (True, data) if len(data) <= COLLECT_MAX_BYTES else (False, None)
 
 
-def _run(script: str, cwd: Path, env: Mapping[str, str]) -> tuple[int, str]:
-    """`bash -c script`: its exit status (124 when it overran SCRIPT_MAX_SEC) and stdout; its
-    stdin empty, its stderr dropped, its process group killed after it."""
-    proc = subprocess.Popen(["bash", "-c", script], cwd=cwd, env=dict(env),
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+def _run(script: str, cwd: Path, env: Mapping[str, str], bound: float) -> tuple[int, str, bool]:
+    """`bash -c script`: its exit status (124 when it overran `bound` seconds), its stdout and
+    whether it overran; its stdin empty, its stderr dropped, its process group killed after it.
+    SandboxError when it cannot start (its directory gone, say), as a command's own start."""
     try:
-        out, _ = proc.communicate(timeout=SCRIPT_MAX_SEC)
+        proc = subprocess.Popen(["bash", "-c", script], cwd=cwd, env=dict(env),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError as exc:
+        raise SandboxError(f"cannot start bash: {exc}") from exc
+    try:
+        out, _ = proc.communicate(timeout=max(bound, 0.001))
         code = proc.returncode
     except subprocess.TimeoutExpired:
         _killpg(proc.pid)
@@ -112,10 +121,10 @@ def _run(script: str, cwd: Path, env: Mapping[str, str]) -> tuple[int, str]:
             proc.communicate(timeout=2)
         proc.kill()
         proc.wait()
-        return 124, ""
+        return 124, "", True
     finally:
         _killpg(proc.pid)
-    return (code if code >= 0 else 128 - code), out.decode("utf-8", "replace")
+    return (code if code >= 0 else 128 - code), out.decode("utf-8", "replace"), False
 
 
 def _killpg(pgid: int) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_agentbench.sandbox import local_scripts
 from pytest_agentbench.sandbox.local import LocalSandbox
-from pytest_agentbench.sandbox.port import PROLOGUE_MARK, SandboxSpec
+from pytest_agentbench.sandbox.port import PROLOGUE_MARK, SandboxError, SandboxSpec
 
 
 def sandbox(tmp_path: Path) -> LocalSandbox:
@@ -57,3 +57,26 @@ def test_collect_reads_a_regular_file_only(tmp_path: Path) -> None:
     big = tmp_path / "big.xml"
     big.write_bytes(b"x" * (local_scripts.COLLECT_MAX_BYTES + 1))
     assert local_scripts.collect(big) == (False, None)  # the caller reads it itself
+
+
+def test_an_inline_prologue_is_bounded_by_the_budget_and_cut_short_reads_as_timed_out(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scoring's apply runs inline: one cut short must read as such (core/score_phase.py never
+    applies again over a half-applied copy), as a Docker exec that overran its deadline."""
+    monkeypatch.setattr(local_scripts, "SCRIPT_MAX_SEC", 0.5)
+    box = sandbox(tmp_path)
+    started = time.monotonic()
+    result = box.exec("touch ran", timeout_sec=1, prologue="sleep 30", inline_scripts=True)
+    assert time.monotonic() - started < 6
+    assert result.timed_out and result.stdout.startswith(PROLOGUE_MARK + "defer 124 ")
+    assert not (tmp_path / "ws" / "ran").exists()
+    # not inline: its own bound, and a deferral that is no timeout of the command's
+    quick = box.exec("true", timeout_sec=1, prologue="exit 3")
+    assert not quick.timed_out and quick.stdout.startswith(PROLOGUE_MARK + "defer 3 ")
+
+
+def test_a_script_that_cannot_start_is_a_sandbox_error(tmp_path: Path) -> None:
+    box = sandbox(tmp_path)
+    (tmp_path / "ws" / "sub").mkdir()
+    with pytest.raises(SandboxError, match="cannot start bash"):
+        box.exec("cd .. && rmdir sub", timeout_sec=30, cwd="sub", epilogue="echo after")
