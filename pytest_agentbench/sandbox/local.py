@@ -11,7 +11,6 @@ The output capture and environment defaults it shares with the Docker sandbox ar
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import platform
@@ -116,7 +115,7 @@ class LocalSandbox:
         before = scripts.run_prologue(prologue, where, environment, bound) if prologue else None
         if before is not None:
             out.append(before.head.encode())
-            if before.deferred:  # cut short by the command's budget: as a Docker exec overrun
+            if before.deferred:  # timed out only when cut short inline (a Docker exec overrun)
                 return build_result(0, out, err, int((time.monotonic() - start) * 1000),
                                     timed_out=before.overran and inline, oom_killed=False,
                                     full_logs=full)
@@ -140,7 +139,7 @@ class LocalSandbox:
             timed_out = True
             exit_code = self._terminate(proc)
         finally:
-            _killpg(proc.pid, signal.SIGKILL)  # leftovers: background jobs of the command
+            scripts.killpg(proc.pid, signal.SIGKILL)  # leftovers: background jobs of the command
         for reader in readers:
             reader.join(timeout=KILL_GRACE_SEC)
         after = (scripts.run_epilogue(epilogue, where, environment, chain, bound) if epilogue
@@ -157,12 +156,12 @@ class LocalSandbox:
     @staticmethod
     def _terminate(proc: subprocess.Popen[bytes]) -> int:
         """`timeout -k` semantics: TERM the group, KILL it after the grace; 124 or 137."""
-        _killpg(proc.pid, signal.SIGTERM)
+        scripts.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout=KILL_GRACE_SEC)
             return 124
         except subprocess.TimeoutExpired:
-            _killpg(proc.pid, signal.SIGKILL)
+            scripts.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             return 137
 
@@ -208,11 +207,6 @@ def _state(path: Path) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return st.st_ino, st.st_mtime_ns, st.st_ctime_ns
-
-
-def _killpg(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
 
 
 class LocalSandboxFactory:

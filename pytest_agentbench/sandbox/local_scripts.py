@@ -33,11 +33,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_agentbench.sandbox.port import PROLOGUE_MARK, PROLOGUE_MAX_BLOCK, SandboxError
+from pytest_agentbench.sandbox.port import (
+    COLLECT_MAX_BYTES,
+    EPILOGUE_MAX_BYTES,
+    PROLOGUE_MARK,
+    PROLOGUE_MAX_BLOCK,
+    SandboxError,
+)
+from pytest_agentbench.sandbox.port import SCRIPT_MAX_SEC as SCRIPT_MAX_SEC  # tests lower it
 
-SCRIPT_MAX_SEC = 20  # a script's own bound (the Docker wrapper's PROLOGUE/EPILOGUE_MAX_SEC)
-EPILOGUE_MAX_BYTES = 256 * 1024  # as the Docker wrapper's line
-COLLECT_MAX_BYTES = 1024 * 1024  # as the Docker wrapper's COLLECT
 SCRIPT_VARS = "AGENTBENCH_EXCL_"  # the scripts' environment, hidden from the command
 
 
@@ -116,17 +120,18 @@ def _run(script: str, cwd: Path, env: Mapping[str, str], bound: float) -> tuple[
         out, _ = proc.communicate(timeout=max(bound, 0.001))
         code = proc.returncode
     except subprocess.TimeoutExpired:
-        _killpg(proc.pid)
+        killpg(proc.pid)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.communicate(timeout=2)
         proc.kill()
         proc.wait()
         return 124, "", True
     finally:
-        _killpg(proc.pid)
+        killpg(proc.pid)
     return (code if code >= 0 else 128 - code), out.decode("utf-8", "replace"), False
 
 
-def _killpg(pgid: int) -> None:
+def killpg(pgid: int, sig: signal.Signals = signal.SIGKILL) -> None:
+    """Signal a process group that may be gone already."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+        os.killpg(pgid, sig)

@@ -201,6 +201,9 @@ class Sandbox(Protocol):
 # mark, "defer", the script's exit status and time, a newline, what it left to say, a newline.
 PROLOGUE_MARK = "\x1eagentbench-fold:"
 PROLOGUE_MAX_BLOCK = 12_000  # characters (ASCII); a larger block defers (the head stays whole)
+SCRIPT_MAX_SEC = 20  # a prologue's or an epilogue's own bound, when not inline
+EPILOGUE_MAX_BYTES = 256 * 1024  # an epilogue's output that comes back (a larger one: None)
+COLLECT_MAX_BYTES = 1024 * 1024  # a file read back after the command (a larger one: not read)
 
 
 class EpilogueRunning(Protocol):

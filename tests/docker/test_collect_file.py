@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.sandbox.docker.policy import COLLECT_MAX_BYTES
+from pytest_agentbench.sandbox.port import COLLECT_MAX_BYTES
 from tests.support.sandboxes import open_labelled, small_spec
 
 FILE = "/tmp/agentbench-results-test.xml"

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.sandbox.docker.policy import EPILOGUE_MAX_BYTES
+from pytest_agentbench.sandbox.port import EPILOGUE_MAX_BYTES
 from tests.support.sandboxes import open_labelled, small_spec
 
 

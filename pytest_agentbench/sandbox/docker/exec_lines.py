@@ -9,9 +9,10 @@ import binascii
 
 import pytest_agentbench.sandbox.docker.policy as policy
 from pytest_agentbench.sandbox.capture import OutputBuffer
+from pytest_agentbench.sandbox.port import COLLECT_MAX_BYTES, EPILOGUE_MAX_BYTES
 
 # the COLLECT line at its largest: the base64 of COLLECT_MAX_BYTES + 1 bytes, nonce and marks
-COLLECT_WINDOW = 4 * (policy.COLLECT_MAX_BYTES + 3) // 3 + 256
+COLLECT_WINDOW = 4 * (COLLECT_MAX_BYTES + 3) // 3 + 256
 
 
 def collected(err: OutputBuffer, nonce: str) -> tuple[bool, bytes | None]:
@@ -31,11 +32,11 @@ def collected(err: OutputBuffer, nonce: str) -> tuple[bool, bytes | None]:
         data = base64.b64decode(value[1:], validate=True)
     except (binascii.Error, ValueError):
         return False, None
-    return (True, data) if len(data) <= policy.COLLECT_MAX_BYTES else (False, None)
+    return (True, data) if len(data) <= COLLECT_MAX_BYTES else (False, None)
 
 
 # the EPILOGUE line at its largest
-EPILOGUE_WINDOW = 4 * (policy.EPILOGUE_MAX_BYTES + 3) // 3 + 256
+EPILOGUE_WINDOW = 4 * (EPILOGUE_MAX_BYTES + 3) // 3 + 256
 
 
 def epilogue_output(err: OutputBuffer, nonce: str) -> str | None:
@@ -52,6 +53,6 @@ def epilogue_output(err: OutputBuffer, nonce: str) -> str | None:
         data = base64.b64decode(value[1:], validate=True)
     except (binascii.Error, ValueError):
         return None
-    if len(data) > policy.EPILOGUE_MAX_BYTES:
+    if len(data) > EPILOGUE_MAX_BYTES:
         return None
     return data.decode("utf-8", errors="replace")

@@ -29,7 +29,12 @@ from docker.types import Mount
 
 from pytest_agentbench.sandbox.capture import DETERMINISTIC_ENV, redact_env
 from pytest_agentbench.sandbox.disk import MEASURE
-from pytest_agentbench.sandbox.port import PROLOGUE_MAX_BLOCK, SandboxSpec
+from pytest_agentbench.sandbox.port import (  # the protocol's limits (port.EpilogueRunning)
+    COLLECT_MAX_BYTES,
+    PROLOGUE_MAX_BLOCK,
+    SCRIPT_MAX_SEC,
+    SandboxSpec,
+)
 
 BASE_LABEL = "agentbench"
 OWNER_LABEL = "agentbench.owner"  # <host>:<pid> of the process that created the container
@@ -84,7 +89,6 @@ OOM_COUNT = r"""oomc() {
 # its own before the trailer, nonce first: "." no regular file there (a symlink counts as none), "+"
 # and its first COLLECT_MAX_BYTES + 1 bytes in base64 (more than COLLECT_MAX_BYTES: the host reads
 # it with a command of its own), "-" it could not be read.
-COLLECT_MAX_BYTES = 1024 * 1024
 FILE_MARK = b"\n\x1eagentbench-file:"
 COLLECT = r"""if [ -n "$5" ]; then
   if [ -L "$5" ] || [ ! -f "$5" ]; then f=.
@@ -106,8 +110,7 @@ fi
 # them and no bound of their own, the host's deadline for the exec bounding them; for the
 # harness's per-step snapshots (a few milliseconds each, which until then ran inside the
 # command's own budget). Else each runs in a bash of its own, bounded by its MAX_SEC.
-EPILOGUE_MAX_SEC = 20
-EPILOGUE_MAX_BYTES = 256 * 1024
+EPILOGUE_MAX_SEC = SCRIPT_MAX_SEC
 EPILOGUE_MARK = b"\n\x1eagentbench-epilogue:"
 EPILOGUE = r"""if [ -n "$6" ] && [ -z "$k" ]; then
   [ -n "$x" ] && export $x
@@ -130,7 +133,7 @@ fi
 # the time the command starts before them, which the epilogue alone gets as AGENTBENCH_CHAIN: out of
 # the command's reach under the execute- only shell. (Lines are split by IFS on a substituted
 # separator: bash's own `${b#*$'\n'}` is quadratic, 90 ms on a 12 kB block.)
-PROLOGUE_MAX_SEC = 20
+PROLOGUE_MAX_SEC = SCRIPT_MAX_SEC
 PROLOGUE = r"""c= k=
 if [ -n "$7" ]; then
   [ -n "$x" ] && export $x
