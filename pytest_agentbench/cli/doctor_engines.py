@@ -82,6 +82,7 @@ def _transfer(spec: EngineSpec, client: Any, probe_root: Path,
 def isolation_problem(client: Any, image: str) -> str | None:
     """None when a container under the sandbox policy (read-only root, no capabilities, no
     network, the command user not root) holds; else what is wrong, in a few words."""
+    import pytest_agentbench.sandbox.docker.exec_stream as exec_stream
     import pytest_agentbench.sandbox.docker.policy as policy
     from pytest_agentbench.sandbox.port import SandboxSpec
 
@@ -99,7 +100,9 @@ def isolation_problem(client: Any, image: str) -> str | None:
     try:
         container.start()
         user = f"{policy.SANDBOX_UID}:{policy.SANDBOX_GID}"
-        code, output = container.exec_run(["bash", "-c", PROBE], user=user)
+        exec_id = client.api.exec_create(container.id, ["bash", "-c", PROBE], user=user)["Id"]
+        output = exec_stream.output(client.api, exec_id)  # docker-py's exec_run can lose it
+        code = client.api.exec_inspect(exec_id).get("ExitCode")
         words = output.decode(errors="replace").split()
         if code != 0 or len(words) != 3:
             return f"probe failed (exit {code}: {' '.join(words)[:120]})"

@@ -65,7 +65,8 @@ class ExecResult:
     full_stdout: str | None = None  # only when full logs were asked for
     full_stderr: str | None = None
     # The engine ran the command (its exit status is known) but delivered none of its output:
-    # Docker sometimes drops a short exec's stream (moby/moby#27289, docker-py#2042). Callers
+    # an engine may drop a short exec's stream (moby/moby#27289; docker-py's own way of losing
+    # it, docker/docker-py#3332, is avoided: sandbox/docker/exec_stream.py). Callers
     # that need the output and may safely run the command again do so once.
     output_lost: bool = False
     # A sandbox that `collects_files` was asked for a file with the command (`collect_file`):

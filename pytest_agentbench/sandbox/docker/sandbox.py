@@ -21,13 +21,14 @@ import posixpath
 import secrets
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import docker
 
 import pytest_agentbench.sandbox.disk as disk
 import pytest_agentbench.sandbox.docker.exec_lines as exec_lines
+import pytest_agentbench.sandbox.docker.exec_stream as exec_stream
 import pytest_agentbench.sandbox.docker.policy as policy
 from pytest_agentbench.paths.files import Files
 from pytest_agentbench.paths.host_files import HostFiles
@@ -64,17 +65,6 @@ class ContainerHost(Protocol):
     def engine_facts(self) -> dict[str, Any]: ...
     def loopfs_problem(self) -> str | None: ...
     def forget(self, container_id: str) -> None: ...
-
-
-def _drain(stream: Iterator[tuple[bytes | None, bytes | None]], out: OutputBuffer,
-           err: OutputBuffer, errors: list[BaseException]) -> None:
-    """Reader thread: copy a demultiplexed exec stream into two buffers."""
-    try:
-        for chunk_out, chunk_err in stream:
-            out.append(chunk_out or b"")
-            err.append(chunk_err or b"")
-    except Exception as exc:  # noqa: BLE001 - reported by exec()
-        errors.append(exc)
 
 
 class DockerSandbox:
@@ -143,7 +133,7 @@ class DockerSandbox:
             exec_id = self._api.exec_create(
                 self.container_id, argv, user=policy.KEEPER_USER, workdir="/", stdin=True,
                 stdout=True, stderr=True, environment=dict(env or {}))["Id"]
-            return DockerChannel(self._api.exec_start(exec_id, socket=True), exec_id)
+            return DockerChannel(exec_stream.start(self._api, exec_id), exec_id)
         except DockerErrors as exc:
             raise self._failure("cannot start a process held open", exc) from exc
 
@@ -164,22 +154,24 @@ class DockerSandbox:
             exec_id = self._api.exec_create(
                 self.container_id, argv, user=self.user, workdir=workdir,
                 environment={**(env or {}), policy.NONCE_VAR: nonce})["Id"]
-            stream = self._api.exec_start(exec_id, stream=True, demux=True)
+            stream = self._open_stream(exec_id)
         except DockerErrors as exc:
             raise self._failure("cannot start a command", exc) from exc
         errors: list[BaseException] = []
-        reader = threading.Thread(target=_drain, args=(stream, out, err, errors), daemon=True)
+        reader = threading.Thread(target=exec_stream.drain, args=(stream, out, err, errors),
+                                  daemon=True)
         reader.start()
         grace = (HOST_GRACE_SEC + (policy.EPILOGUE_MAX_SEC + 2 if epilogue else 0)
                  + (policy.PROLOGUE_MAX_SEC + 2 if prologue else 0))
-        overran, disk_hit = self._wait(reader, start + budget + grace)
-        if overran or disk_hit:
-            self._reap("it overran its deadline" if overran else "it exceeded the disk limit")
-            reader.join(KILL_GRACE_SEC + 1)
-            if reader.is_alive():
-                stream.close()
-                reader.join(1.0)
-        elif errors:
+        try:
+            overran, disk_hit = self._wait(reader, start + budget + grace)
+            if overran or disk_hit:
+                self._reap("it overran its deadline" if overran else "it exceeded the disk limit")
+                reader.join(KILL_GRACE_SEC + 1)
+        finally:
+            stream.close()  # ends the reader if it still waits
+            reader.join(1.0)
+        if errors and not (overran or disk_hit):
             raise self._failure("lost the command's output stream", errors[0])
         elapsed = time.monotonic() - start
         trailer = err.pop_trailer(policy.TRAILER + nonce.encode())
@@ -229,14 +221,18 @@ class DockerSandbox:
                 exec_id = self._api.exec_create(self.container_id, ["/bin/sh", "-c", check,
                                                                     "sh", shell],
                                                 user=self.user)["Id"]
-                output = self._api.exec_start(exec_id)
+                output = exec_stream.output(self._api, exec_id)
             except DockerErrors as exc:
                 raise self._failure("cannot check the image's shell", exc) from exc
-            text = output.decode(errors="replace") if isinstance(output, bytes) else str(output)
+            text = output.decode(errors="replace")
             private = self._factory.private_shells[key] = text.strip() == "private"
         self._shell_checked = True
         if private:
             self._shell, self._private_shell = shell, True
+
+    def _open_stream(self, exec_id: str) -> exec_stream.ExecStream:
+        """A command's started exec (a seam: tests/docker/test_lost_exec_output.py drops it)."""
+        return exec_stream.start(self._api, exec_id)
 
     def _wait(self, reader: threading.Thread, deadline: float) -> tuple[bool, bool]:
         """Wait for the command's stream to end: (overran the deadline, grew past the disk
@@ -258,10 +254,10 @@ class DockerSandbox:
             exec_id = self._api.exec_create(
                 self.container_id, [self._shell, "-p", "-c", disk.MEASURE_SCRIPT, "agentbench",
                                     self.spec.workdir], user=self.user)["Id"]
-            output = self._api.exec_start(exec_id)
+            output = exec_stream.output(self._api, exec_id)
         except DockerErrors:
             return None
-        text = output.decode(errors="replace") if isinstance(output, bytes) else str(output)
+        text = output.decode(errors="replace")
         return disk.script_usage(text)
 
     def _exit_code(self, exec_id: str) -> int | None:
@@ -286,7 +282,7 @@ class DockerSandbox:
                 kill_id = self._api.exec_create(self.container_id,
                                                 [self._shell, "-p", "-c", policy.KILL_SCRIPT],
                                                 user=self.user)["Id"]
-                self._api.exec_start(kill_id)
+                exec_stream.output(self._api, kill_id)
                 if self._exit_code(kill_id) == 0:
                     return
             except DockerErrors as exc:
