@@ -21,6 +21,7 @@ import pytest
 
 from pytest_agentbench.cli.doctor import run_doctor
 from pytest_agentbench.cli.doctor_engines import _gc_volumes, isolation_problem
+from pytest_agentbench.sandbox.docker import exec_stream
 from pytest_agentbench.sandbox.docker.engines import (
     EngineUnreachable,
     connect,
@@ -236,12 +237,18 @@ def test_the_local_engine_over_ssh(ssh_to_local: str, tmp_path: Path,
     container = client.containers.run(DEFAULT_IMAGE, ["sleep", "60"], detach=True,
                                       labels={"agentbench": "1", "h2.test": "ssh"})
     try:
-        code, (out, err) = container.exec_run(["bash", "-c", "echo out; echo err >&2; exit 3"],
-                                              demux=True)
-        assert (code, out, err) == (3, b"out\n", b"err\n")
-        streamed = b"".join(client.api.exec_start(
-            client.api.exec_create(container.id, ["seq", "3"])["Id"], stream=True))
-        assert streamed == b"1\n2\n3\n"
+        # read as the sandbox reads them (docker-py's own reading loses a fast command's output
+        # when it comes with the engine's answer, as it may over ssh: exec_stream.py)
+        exec_id = client.api.exec_create(
+            container.id, ["bash", "-c", "echo out; sleep 0.2; echo err >&2; exit 3"])["Id"]
+        stream = exec_stream.start(client.api, exec_id)
+        frames = list(stream.frames())
+        stream.close()
+        assert frames == [(1, b"out\n"), (2, b"err\n")]
+        assert client.api.exec_inspect(exec_id)["ExitCode"] == 3
+        for _ in range(5):
+            assert exec_stream.output(client.api, client.api.exec_create(
+                container.id, ["seq", "3"])["Id"]) == b"1\n2\n3\n"
     finally:
         container.remove(force=True)
     assert len(bridge._procs) <= 4  # one pool for every URL (docker-py: one per URL), a spare

@@ -4,7 +4,7 @@
 carries the process's stdin (written) and its output (read) multiplexed: frames of an 8-byte
 header (stream: 1 stdout, 2 stderr; 3 zero bytes; a big-endian 32-bit size) and their bytes.
 
-docker-py (7.1) reads that output from the raw socket under the HTTP response
+docker-py (7.2) reads that output from the raw socket under the HTTP response
 (`APIClient._get_raw_response_socket`), past the buffered reader that parsed the answer's head.
 Whatever arrived in the same read as the head sits in that buffer and is never seen
 (docker/docker-py#3332, #425): a fast command's whole output when the engine's bytes come in one
@@ -23,6 +23,8 @@ import socket
 import struct
 from collections.abc import Iterator
 from typing import Any
+
+import docker.errors
 
 from pytest_agentbench.sandbox.capture import OutputBuffer
 
@@ -44,17 +46,21 @@ class ExecStream:
     def frames(self) -> Iterator[tuple[int, bytes]]:
         """(stream, bytes) as they come, a large frame in pieces; ends at the connection's end
         (a cut-off header or frame ends it too)."""
-        while True:
-            header = self._reader.read(HEADER.size)
-            if len(header) < HEADER.size:
-                return
-            kind, left = HEADER.unpack(header)
-            while left:
-                chunk = self._reader.read1(min(left, CHUNK))
-                if not chunk:
+        try:
+            while True:
+                header = self._reader.read(HEADER.size)
+                if len(header) < HEADER.size:
                     return
-                left -= len(chunk)
-                yield kind, chunk
+                kind, left = HEADER.unpack(header)
+                while left:
+                    chunk = self._reader.read1(min(left, CHUNK))
+                    if not chunk:
+                        return
+                    left -= len(chunk)
+                    yield kind, chunk
+        except ValueError as exc:  # the reader closed under a read: by close(), the end
+            if not self._closed:
+                raise OSError(f"the exec's connection: {exc}") from exc
 
     def sendall(self, data: bytes) -> None:
         self._sock.sendall(data)
@@ -64,8 +70,8 @@ class ExecStream:
         if self._closed:
             return
         self._closed = True
-        with contextlib.suppress(OSError):
-            self._sock.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):  # the plain socket's: an SSLSocket's own would
+            socket.socket.shutdown(self._sock, socket.SHUT_RDWR)  # drop TLS under a writer
         with contextlib.suppress(OSError):
             self._sock.close()
         with contextlib.suppress(Exception):
@@ -78,7 +84,7 @@ def drain(stream: ExecStream, out: OutputBuffer, err: OutputBuffer,
     what broke it, if anything, in `errors`."""
     try:
         for kind, chunk in stream.frames():
-            (err if kind == STDERR else out).append(chunk)
+            (out if kind == STDOUT else err).append(chunk)  # an engine's own: stderr
     except Exception as exc:  # noqa: BLE001 - reported by the waiting thread
         errors.append(exc)
 
@@ -90,7 +96,11 @@ def start(api: Any, exec_id: str) -> ExecStream:
                               headers={"Connection": "Upgrade", "Upgrade": "tcp"},
                               data={"Tty": False, "Detach": False}, stream=True)
     api._raise_for_status(response)
-    return ExecStream(response)
+    try:
+        return ExecStream(response)
+    except (AttributeError, OSError) as exc:  # a client whose response holds no socket
+        response.close()
+        raise docker.errors.DockerException(f"cannot hold the exec's connection: {exc}") from exc
 
 
 def output(api: Any, exec_id: str) -> bytes:

@@ -160,17 +160,18 @@ class DockerSandbox:
         errors: list[BaseException] = []
         reader = threading.Thread(target=exec_stream.drain, args=(stream, out, err, errors),
                                   daemon=True)
-        reader.start()
         grace = (HOST_GRACE_SEC + (policy.EPILOGUE_MAX_SEC + 2 if epilogue else 0)
                  + (policy.PROLOGUE_MAX_SEC + 2 if prologue else 0))
         try:
+            reader.start()
             overran, disk_hit = self._wait(reader, start + budget + grace)
             if overran or disk_hit:
                 self._reap("it overran its deadline" if overran else "it exceeded the disk limit")
                 reader.join(KILL_GRACE_SEC + 1)
         finally:
             stream.close()  # ends the reader if it still waits
-            reader.join(1.0)
+            if reader.ident is not None:  # started
+                reader.join(1.0)
         if errors and not (overran or disk_hit):
             raise self._failure("lost the command's output stream", errors[0])
         elapsed = time.monotonic() - start
