@@ -102,7 +102,7 @@ def isolation_problem(client: Any, image: str) -> str | None:
         user = f"{policy.SANDBOX_UID}:{policy.SANDBOX_GID}"
         exec_id = client.api.exec_create(container.id, ["bash", "-c", PROBE], user=user)["Id"]
         output = exec_stream.output(client.api, exec_id)  # docker-py's exec_run can lose it
-        code = client.api.exec_inspect(exec_id).get("ExitCode")
+        code = exec_stream.exit_code(client.api, exec_id)
         words = output.decode(errors="replace").split()
         if code != 0 or len(words) != 3:
             return f"probe failed (exit {code}: {' '.join(words)[:120]})"

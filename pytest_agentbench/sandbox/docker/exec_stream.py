@@ -21,12 +21,14 @@ from __future__ import annotations
 import contextlib
 import socket
 import struct
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import docker.errors
 
 from pytest_agentbench.sandbox.capture import OutputBuffer
+from pytest_agentbench.sandbox.docker.containers import DockerErrors
 
 HEADER = struct.Struct(">BxxxI")
 STDOUT, STDERR = 1, 2
@@ -111,3 +113,19 @@ def output(api: Any, exec_id: str) -> bytes:
         return b"".join(chunk for _, chunk in stream.frames())
     finally:
         stream.close()
+
+
+def exit_code(api: Any, exec_id: str, wait_sec: float = 2.0) -> int | None:
+    """An exec's exit status as the engine saw it (128+n if a signal killed it), asked until it
+    has one (its stream can end a moment before the engine records it) for up to `wait_sec`;
+    None when it has none by then or cannot be asked."""
+    deadline = time.monotonic() + wait_sec
+    with contextlib.suppress(*DockerErrors):
+        while True:
+            info = api.exec_inspect(exec_id)
+            if not info.get("Running") and info.get("ExitCode") is not None:
+                return int(info["ExitCode"])
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.005)
+    return None

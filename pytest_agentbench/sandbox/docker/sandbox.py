@@ -183,7 +183,8 @@ class DockerSandbox:
         trusted = seen is not None and self._private_shell and not (overran or disk_hit)
         collected = exec_lines.collected(err, nonce) if collect_file and trusted else None
         after = exec_lines.epilogue_output(err, nonce) if epilogue and trusted else None
-        exit_code = seen[0] if trusted and seen is not None else self._exit_code(exec_id)
+        exit_code = (seen[0] if trusted and seen is not None
+                     else exec_stream.exit_code(self._api, exec_id))
         if seen is None and not (overran or disk_hit):
             self._reap("its wrapper was killed")  # its processes may still run
         if exit_code is None:
@@ -261,19 +262,6 @@ class DockerSandbox:
         text = output.decode(errors="replace")
         return disk.script_usage(text)
 
-    def _exit_code(self, exec_id: str) -> int | None:
-        """The wrapper's exit status as the engine saw it (128+n if a signal killed it)."""
-        deadline = time.monotonic() + 2.0
-        with contextlib.suppress(*DockerErrors):
-            while True:
-                info = self._api.exec_inspect(exec_id)
-                if not info.get("Running") and info.get("ExitCode") is not None:
-                    return int(info["ExitCode"])
-                if time.monotonic() > deadline:
-                    return None
-                time.sleep(0.005)
-        return None
-
     def _reap(self, why: str) -> None:
         """Kill every process of the command user in the container, from a fresh exec; if that
         fails, the sandbox is killed and SandboxExited (or SandboxError) raised."""
@@ -284,7 +272,7 @@ class DockerSandbox:
                                                 [self._shell, "-p", "-c", policy.KILL_SCRIPT],
                                                 user=self.user)["Id"]
                 exec_stream.output(self._api, kill_id)
-                if self._exit_code(kill_id) == 0:
+                if exec_stream.exit_code(self._api, kill_id) == 0:
                     return
             except DockerErrors as exc:
                 problem = exc
