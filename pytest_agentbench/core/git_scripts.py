@@ -121,6 +121,13 @@ fi
 #    rules ignore (`tracked-ignored`) wherever they are files again (git would not list them).
 UPDATE = r"""export GIT_DIR="$GD" GIT_WORK_TREE="$PWD" GIT_INDEX_FILE="$GD/index"
 P="$GD/paths" TI="$GD/tracked-ignored"
+# whether the NUL-separated list $1 names a directory (git lists a nested repository as `dir/`):
+# by builtins for a short list (no process), by grep for a long one
+nested() {
+  local u d IFS=
+  mapfile -t -d '' -n 2001 u < "$1" && [ "${#u[@]}" -le 2000 ] || { grep -qz '/$' "$1"; return; }
+  d="${u[*]/%*[!\/]/}"; [ -n "$d" ]
+}
 if [ -f "$GD/ref" ]; then
   read -r ref < "$GD/ref" && [[ $ref =~ ^[0-9]+\.[0-9]{6}$ ]] || exit 1
   { g ls-files -z | find -files0-from - -maxdepth 0 \( -type f -o -type l \) \
@@ -132,7 +139,7 @@ now=$(( now - ${MARGIN_US:?} ))
 printf '%d.%06d\n' $(( now / 1000000 )) $(( now % 1000000 )) > "$GD/ref" || exit 1
 g add -u -- . JUNK || exit 1
 g ls-files -z -o --exclude-from="$GD/info/exclude" -- . JUNK > "$P" || exit 1
-if [ -s "$P" ] && grep -qz '/$' "$P"; then
+if [ -s "$P" ] && nested "$P"; then
   echo "nested git repository: $(grep -z '/$' "$P" | tr '\0' ' ' | head -c 300)" >&2
   exit 87
 fi
@@ -162,17 +169,21 @@ IGNORE_FILES = r"""{ GIT_DIR="$PWD/.git" g ls-files -z -co --exclude-standard \
 printf '%s|%s\n' "$(stat -c %z .)" "$(stat -f -c %T .)"
 """.replace("PREFIX", GITDIR_PREFIX)
 # Two trees compared in a bare git dir (so no worktree, no in-tree .gitattributes; `-c core.bare`
-# alone would not do: git decides bareness from the config file): patch and numstat as base64. A
-# patch that is not valid UTF-8 (content or names) is made again with every file as a binary
-# patch (the attributes file $BIN says `* -diff`) and odd names quoted: exact, and ASCII but for
-# symlink targets, which git always diffs as text.
-_DIFF_BODY = r"""g -c core.bare=true DIFF --binary "$OLD" "$NEW" > "$T" || exit 1
+# alone would not do: git decides bareness from the config file): numstat (-z) and patch from one
+# diff, as one base64 line, then an empty line (the host splits them at the NUL that ends the
+# numstat: gitops.split_numstat). A binary file counts no lines (`-`; --text would not change
+# that for numstat). A patch that is not valid UTF-8 (content or names) is made again with every
+# file as a binary patch (the attributes file $BIN says `* -diff`) and odd names quoted, after a
+# numstat of its own (without $BIN: the same as the first): exact, and ASCII but for symlink
+# targets, which git always diffs as text. The patch file stays in the git dir until the next
+# diff overwrites it (the fingerprint after it covers it).
+_DIFF_BODY = r"""g -c core.bare=true DIFF --binary --numstat -z -p "$OLD" "$NEW" > "$T" || exit 1
 if ! iconv -f UTF-8 -t UTF-8 < "$T" > /dev/null 2>&1; then
-  g -c core.bare=true -c core.quotePath=true -c core.attributesFile="$BIN" \
-    DIFF --binary "$OLD" "$NEW" > "$T" || exit 1
+  { g -c core.bare=true DIFF --numstat -z "$OLD" "$NEW" && printf '\0' &&
+    g -c core.bare=true -c core.quotePath=true -c core.attributesFile="$BIN" \
+      DIFF --binary "$OLD" "$NEW"; } > "$T" || exit 1
 fi
-base64 -w0 < "$T" && echo && rm -f "$T" &&
-g -c core.bare=true DIFF --numstat -z --text "$OLD" "$NEW" | base64 -w0 && echo || exit 1
+base64 -w0 < "$T" && echo && echo || exit 1
 """.replace("DIFF", _DIFF)
 # Every snapshot notes when it started ($st, printed on its END line: the host derives $REF from
 # it). If the host says the workspace was $OLD at $REF (the last snapshot's start, less the racy

@@ -109,6 +109,9 @@ class Snapshotter:
         self.unchanged = 0  # snapshots that found nothing changed since $REF (ran no git)
         self.ref_offset = 0.0  # wall clock minus monotonic clock when $REF was taken
         self.shortcut_off = False  # the shortcut's find was too slow here (a large tree)
+        # the host changed the workspace since the last snapshot (an edit tool): the next one
+        # would find a change, so it does not look for one first
+        self.host_changed = False
         self.margin_us = sh.RACY_MARGIN_SEC * 10**6  # the racy margin (git_scripts.margin_us)
 
     def snapshot(self) -> str:
@@ -214,7 +217,7 @@ class Snapshotter:
         """$REF for a snapshot from `old`: only when `old` is the last snapshot's tree and the git
         dir is as that snapshot left it (not for the last snapshot, which removes it)."""
         usable = (old == self.tree and bool(self.fingerprint) and not self.removed and not last
-                  and not self.shortcut_off
+                  and not self.shortcut_off and not self.host_changed
                   # $REF and every ctime are wall-clock times: a clock stepped back since $REF
                   # was taken would date a later edit before it (the host and a local sandbox
                   # share the kernel's clock)
@@ -305,7 +308,7 @@ class Snapshotter:
                                                          or not self.fingerprint))):
             self.fingerprint = self.ref = ""  # whatever git left behind is rebuilt next time
             raise SnapshotError(f"git snapshot failed {detail}")
-        tree = lines[0]
+        tree, self.host_changed = lines[0], False
         if not same:
             self.fingerprint = fingerprint
         self.unchanged += same
@@ -314,7 +317,7 @@ class Snapshotter:
         self.tree, self.ref = tree, _ref_time(end[1] if len(end) > 1 else "", self.margin_us)
         self.ref_offset = _clock_offset()
         self.base = self.base or tree
-        return tree, (_b64(lines[1]), _b64(lines[2]))
+        return tree, split_numstat(_b64(lines[1])) if lines[1] else (b"", b"")
 
 
 def _diffstat(old: str, new: str, raw: tuple[bytes, bytes]) -> DiffStat:
@@ -357,11 +360,21 @@ def _check_tree(text: str) -> None:
         raise SnapshotError(f"not a tree id: {text!r}")
 
 
+def split_numstat(data: bytes) -> tuple[bytes, bytes]:
+    """(patch, numstat) from git_scripts' one diff: `--numstat -z` records (each ends in a NUL;
+    a path holds none), one NUL more, then the patch. SnapshotError when it is not so."""
+    numstat, sep, patch = data.partition(b"\0\0")
+    if not sep or not numstat:
+        raise SnapshotError("git output is incomplete (no numstat before the patch)")
+    return patch, numstat + b"\0"
+
+
 def parse_numstat_z(data: bytes) -> tuple[list[str], int]:
     """Changed paths (sorted, exact) and added + removed lines from `git diff --numstat -z`.
 
     Each record is `added TAB removed TAB path NUL`; with renames, `added TAB removed TAB NUL
-    old NUL new NUL` (both paths are changed). Binary files count no lines (`-`)."""
+    old NUL new NUL` (both paths are changed). Binary files count no lines (`-`, with or
+    without --text)."""
     fields = data.split(b"\0")
     files: set[str] = set()
     lines, i = 0, 0

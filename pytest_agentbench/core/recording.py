@@ -106,6 +106,8 @@ class RecordingToolbox:
         self._log_call(name, arguments, result.to_dict())
         if name in MUTATING and self.taken != self.step:
             self.pending = self.step
+        if name in HOST_EDITS and result.ok:
+            self.snapshots.host_changed = True
         return result
 
     def _log_call(self, name: str, arguments: dict[str, Any], result: dict[str, Any]) -> None:

@@ -149,6 +149,28 @@ def test_non_utf8_content_is_recorded_byte_for_byte(
         bench.close()
 
 
+@pytest.mark.parametrize("latin", [False, True], ids=["utf-8", "non-utf-8"])
+def test_a_binary_file_counts_no_lines_whichever_way_the_patch_is_made(
+    sandbox_kind: Kind, tmp_path: Path, latin: bool  # noqa: F811
+) -> None:
+    """numstat and patch come from one diff, or a numstat of its own before the binary patch
+    when the patch is not UTF-8: the same files and counts either way (git's numstat counts a
+    binary file's lines as `-`, --text or not, as the two separate diffs before did)."""
+    bench = bench_of(sandbox_kind, tmp_path)
+    try:
+        text = "caf\\351\\n" if latin else "cafe\\n"
+        bench.run("printf 'x\\ny\\n' > src/two.txt && printf '" + text + "' > notes.txt")
+        assert bench.toolbox.final_diff()[:2] == (["notes.txt", "src/two.txt"], 3)
+        bench.run("printf 'a\\0b\\nc\\nd\\n' > blob.bin")
+        assert_scored_equals_workspace(bench)
+        files, lines, patch = bench.toolbox.final_diff()
+        assert files == ["blob.bin", "notes.txt", "src/two.txt"]
+        assert lines == 3  # two.txt's 2 and notes.txt's 1; blob.bin's none
+        assert "GIT binary patch" in patch
+    finally:
+        bench.close()
+
+
 def test_a_nested_repository_is_an_error_not_a_silent_gitlink(
     sandbox_kind: Kind, tmp_path: Path  # noqa: F811
 ) -> None:
