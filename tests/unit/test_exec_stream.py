@@ -134,3 +134,17 @@ def test_a_channel_closed_under_a_flood_ends_quietly(
         with pytest.raises(OSError):
             channel.sendall(b"more")
         assert "y" in channel.stderr_tail()
+
+
+def test_a_one_shot_exec_that_never_ends_is_cut_off(
+        engine: tuple[Engine, docker.APIClient]) -> None:
+    """The stream's socket has no timeout: `output` bounds the wait itself (the shell check,
+    the disk measure, the kill and doctor's probe read their execs so)."""
+    server, api = engine
+    server.scenario = lambda conn: (conn.sendall(HEAD + frame(1, b"started\n")), time.sleep(5))
+    began = time.monotonic()
+    with pytest.raises(docker.errors.DockerException, match="did not end within 0.3 s"):
+        exec_stream.output(api, "x", timeout_sec=0.3)
+    assert time.monotonic() - began < 2
+    server.scenario = lambda conn: conn.sendall(HEAD + frame(1, b"quick\n"))
+    assert exec_stream.output(api, "x", timeout_sec=0.3) == b"quick\n"

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import struct
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -105,14 +106,33 @@ def start(api: Any, exec_id: str) -> ExecStream:
         raise docker.errors.DockerException(f"cannot hold the exec's connection: {exc}") from exc
 
 
-def output(api: Any, exec_id: str) -> bytes:
+ONE_SHOT_SEC = 30.0  # the harness's own short execs (a check, a measure, a kill, a probe)
+
+
+def output(api: Any, exec_id: str, timeout_sec: float = ONE_SHOT_SEC) -> bytes:
     """Start a created exec and read its stdout and stderr to the end, in the order they came
-    (what docker-py's `exec_start(exec_id)` returns)."""
+    (what docker-py's `exec_start(exec_id)` returns). An exec whose stream has not ended within
+    `timeout_sec` (a silent engine, a hung process) is closed and raises DockerException: the
+    socket's own timeout is off (see the module's docstring), so this is its only bound."""
     stream = start(api, exec_id)
-    try:
-        return b"".join(chunk for _, chunk in stream.frames())
-    finally:
+    overran = threading.Event()
+
+    def cut() -> None:
+        overran.set()
         stream.close()
+
+    timer = threading.Timer(timeout_sec, cut)
+    timer.daemon = True
+    timer.start()
+    try:
+        data = b"".join(chunk for _, chunk in stream.frames())
+    finally:
+        timer.cancel()
+        stream.close()
+    if overran.is_set():
+        raise docker.errors.DockerException(
+            f"exec {exec_id[:12]} did not end within {timeout_sec:g} s; its stream was closed")
+    return data
 
 
 def exit_code(api: Any, exec_id: str, wait_sec: float = 2.0) -> int | None:
