@@ -24,6 +24,7 @@ file-changing step without its own diff. The scripted model's `finish` is taken 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
@@ -165,6 +166,9 @@ def run_mix(mix: str, steps: int, image: Any) -> tuple[list[dict[str, Any]], str
     """One attempt; the per-step rows and a harness error (None when it ran as scripted)."""
     task = next(t for t in discover(ROOT / "taskpacks", ["custom-dev"]).tasks
                 if t.id == "fix-mean-off-by-one")
+    # the task's own cap on model turns (30) would end a longer script before its `finish`
+    agent_spec = task.spec.agent.model_copy(update={"max_steps": steps + 5})
+    task = dataclasses.replace(task, spec=task.spec.model_copy(update={"agent": agent_spec}))
     replies, changing = script_for(mix, steps)
     probe = Probe()
     with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer(replies) as server:
