@@ -175,15 +175,16 @@ printf '%s|%s\n' "$(stat -c %z .)" "$(stat -f -c %T .)"
 # that for numstat). A patch that is not valid UTF-8 (content or names) is made again with every
 # file as a binary patch (the attributes file $BIN says `* -diff`) and odd names quoted, after a
 # numstat of its own (without $BIN: the same as the first): exact, and ASCII but for symlink
-# targets, which git always diffs as text. The patch file stays in the git dir until the next
-# diff overwrites it (the fingerprint after it covers it).
+# targets, which git always diffs as text. The patch file is emptied by a builtin, not removed
+# (no process; a large patch does not sit in the sandbox's /tmp, whose tmpfs counts against its
+# memory, until the next diff), and the fingerprint after it covers it.
 _DIFF_BODY = r"""g -c core.bare=true DIFF --binary --numstat -z -p "$OLD" "$NEW" > "$T" || exit 1
 if ! iconv -f UTF-8 -t UTF-8 < "$T" > /dev/null 2>&1; then
   { g -c core.bare=true DIFF --numstat -z "$OLD" "$NEW" && printf '\0' &&
     g -c core.bare=true -c core.quotePath=true -c core.attributesFile="$BIN" \
       DIFF --binary "$OLD" "$NEW"; } > "$T" || exit 1
 fi
-base64 -w0 < "$T" && echo && echo || exit 1
+base64 -w0 < "$T" && echo && echo && : > "$T" || exit 1
 """.replace("DIFF", _DIFF)
 # Every snapshot notes when it started ($st, printed on its END line: the host derives $REF from
 # it). If the host says the workspace was $OLD at $REF (the last snapshot's start, less the racy

@@ -364,7 +364,7 @@ def split_numstat(data: bytes) -> tuple[bytes, bytes]:
     """(patch, numstat) from git_scripts' one diff: `--numstat -z` records (each ends in a NUL;
     a path holds none), one NUL more, then the patch. SnapshotError when it is not so."""
     numstat, sep, patch = data.partition(b"\0\0")
-    if not sep or not numstat:
+    if not sep or not numstat or not patch.startswith(b"diff --git "):
         raise SnapshotError("git output is incomplete (no numstat before the patch)")
     return patch, numstat + b"\0"
 

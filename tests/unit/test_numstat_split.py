@@ -48,7 +48,8 @@ def test_one_diff_splits_into_what_two_diffs_say(tmp_path: Path) -> None:
     assert lines == 3 + 1 + 5 + 1 + 1  # f.txt, gone.txt, the five names, mode.sh, link
 
 
-@pytest.mark.parametrize("data", [b"", b"diff --git a/x b/x\n", b"1\t0\tx\0", b"\0\0diff"])
+@pytest.mark.parametrize("data", [b"", b"diff --git a/x b/x\n", b"1\t0\tx\0", b"\0\0diff",
+                                  b"1\t0\tx\0\0@@ -1 +1 @@\n"])
 def test_an_incomplete_diff_is_an_error(data: bytes) -> None:
     with pytest.raises(SnapshotError, match="incomplete"):
         split_numstat(data)

@@ -49,6 +49,7 @@ from pytest_agentbench.sandbox.docker.shipped_mounts import ShippedMounts
 from pytest_agentbench.sandbox.port import ExecResult, SandboxError, SandboxExited, SandboxSpec
 
 HOST_GRACE_SEC = 5.0
+MEASURE_MAX_SEC = 300.0  # the disk measure (du of the workspace): only a silent engine meets it
 LOST_OUTPUT_NOTE = ("\nagentbench: the Docker engine delivered none of this command's output (a "
                     "known engine fault); its exit status is the engine's\n")
 
@@ -256,7 +257,8 @@ class DockerSandbox:
             exec_id = self._api.exec_create(
                 self.container_id, [self._shell, "-p", "-c", disk.MEASURE_SCRIPT, "agentbench",
                                     self.spec.workdir], user=self.user)["Id"]
-            output = exec_stream.output(self._api, exec_id)
+            # du on a large workspace can take a while: a bound for a silent engine only
+            output = exec_stream.output(self._api, exec_id, timeout_sec=MEASURE_MAX_SEC)
         except DockerErrors:
             return None
         text = output.decode(errors="replace")
