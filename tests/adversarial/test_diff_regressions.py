@@ -171,6 +171,22 @@ def test_a_binary_file_counts_no_lines_whichever_way_the_patch_is_made(
         bench.close()
 
 
+def test_a_step_s_patch_does_not_stay_in_the_sandbox_s_tmp(
+    sandbox_kind: Kind, tmp_path: Path  # noqa: F811
+) -> None:
+    """The snapshot's patch file is emptied once read: a large binary patch would otherwise
+    hold the sandbox's /tmp (a tmpfs counted against its memory) until the next diff."""
+    bench = bench_of(sandbox_kind, tmp_path)
+    gitdir = bench.toolbox.snapshots.gitdir
+    try:
+        bench.run("head -c 3000000 /dev/urandom > blob.bin")
+        sizes = bench.run(f"stat -c %s {gitdir}/patch; true")
+        assert sizes.stdout.split() == ["0"], sizes.stdout + sizes.stderr
+        assert "blob.bin" in bench.toolbox.final_diff()[0]
+    finally:
+        bench.close()
+
+
 def test_a_nested_repository_is_an_error_not_a_silent_gitlink(
     sandbox_kind: Kind, tmp_path: Path  # noqa: F811
 ) -> None:

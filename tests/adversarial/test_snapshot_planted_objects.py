@@ -40,7 +40,13 @@ def plant_command(store: str, object_id: str, holding: bytes) -> str:
 
 
 WORKSPACE_STORE = ".git/objects"
-HARNESS_STORES = "/tmp/.agentbench-git.*/objects"
+
+
+def harness_store(bench: Bench) -> str:
+    """This bench's own harness object store. (A glob over /tmp/.agentbench-git.* reached the
+    git dirs of other tests running at the same time on the local kind, whose /tmp is the
+    host's, and planted into them in the middle of their snapshots: no sandbox allows that.)"""
+    return f"{bench.toolbox.snapshots.gitdir}/objects"
 
 
 def scored_equals_workspace(bench: Bench) -> list[str]:
@@ -74,7 +80,7 @@ def test_code_under_test_that_plants_after_the_fix_cannot_change_the_score(
     try:
         bench.call("write_file", path="calc.py", content=FIXED)
         bench.call("write_file", path="pyproject.toml", content=pyproject)
-        for store in (WORKSPACE_STORE, HARNESS_STORES):
+        for store in (WORKSPACE_STORE, harness_store(bench)):
             bench.run(plant_command(store, blob_id(FIXED.encode()), BROKEN.encode()))
             bench.run(plant_command(
                 store, blob_id(pyproject.encode()),
@@ -99,7 +105,7 @@ def test_a_loop_of_planted_objects_shows_no_difference(sandbox_kind: Kind, tmp_p
             name = rng.choice(["calc.py", "new.py", "pyproject.toml", "sub/deep.py"])
             content = rng.choice(contents)
             victim = rng.choice(contents).encode()
-            store = rng.choice([WORKSPACE_STORE, HARNESS_STORES])
+            store = rng.choice([WORKSPACE_STORE, harness_store(bench)])
             plant = plant_command(store, blob_id(victim), rng.choice(contents).encode() + b"#p\n")
             if rng.random() < 0.5:
                 bench.run(plant)
