@@ -187,6 +187,29 @@ def test_a_step_s_patch_does_not_stay_in_the_sandbox_s_tmp(
         bench.close()
 
 
+@pytest.mark.parametrize("plant", ["ln -sf $PWD/src/config.py {gd}/patch",
+                                   "rm -f {gd}/patch && mkfifo {gd}/patch"],
+                         ids=["symlink", "fifo"])
+def test_a_planted_patch_file_is_a_touched_git_dir(
+    sandbox_kind: Kind, tmp_path: Path, plant: str  # noqa: F811
+) -> None:
+    """The patch file stays in the harness git dir between snapshots: one the agent replaces
+    (a link to a workspace file the next diff would write through, a FIFO it would block on)
+    changes the fingerprint, so the next snapshot rebuilds the git dir instead of using it."""
+    bench = bench_of(sandbox_kind, tmp_path)
+    gitdir = bench.toolbox.snapshots.gitdir
+    try:
+        bench.run(EDIT)
+        planted = bench.run(plant.format(gd=gitdir) + f" && {NEW}")
+        assert planted.exit_code == 0, planted.stderr
+        bench.run("printf 'KB = 1024\\n' >> src/units.py")
+        assert bench.toolbox.snapshots.rebuilds == 1
+        assert (bench.repo / "src/config.py").read_text() == FILES["src/config.py"]
+        assert_scored_equals_workspace(bench)
+    finally:
+        bench.close()
+
+
 def test_a_nested_repository_is_an_error_not_a_silent_gitlink(
     sandbox_kind: Kind, tmp_path: Path  # noqa: F811
 ) -> None:
