@@ -171,7 +171,7 @@ printf '%s|%s\n' "$(stat -c %z .)" "$(stat -f -c %T .)"
 # Two trees compared in a bare git dir (so no worktree, no in-tree .gitattributes; `-c core.bare`
 # alone would not do: git decides bareness from the config file): numstat (-z) and patch from one
 # diff, as one base64 line, then an empty line (the host splits them at the NUL that ends the
-# numstat: gitops.split_numstat). A binary file counts no lines (`-`; --text would not change
+# numstat: core/numstat.py). A binary file counts no lines (`-`; --text would not change
 # that for numstat). A patch that is not valid UTF-8 (content or names) is made again with every
 # file as a binary patch (the attributes file $BIN says `* -diff`) and odd names quoted, after a
 # numstat of its own (without $BIN: the same as the first): exact, and ASCII but for symlink

@@ -34,9 +34,10 @@ depend on anything the agent controls, because the recorded diff is what scoring
   but hides nothing. Caches and bytecode (EXCLUDES) are never part of a snapshot.
 - In-tree .gitattributes can neither convert content on the way in (info/attributes unsets text,
   eol, filter, ident, working-tree-encoding) nor make a file binary in a diff (diffs run bare).
-- Diffs travel as base64, so no byte is lost; numstat is parsed with -z; a patch that is not valid
-  UTF-8 is made again with every file as an exact binary patch. `apply_command` applies a patch
-  the same way: no conversion, whatever the pre-agent copy's .gitattributes say.
+- Diffs travel as base64, so no byte is lost; numstat (-z) and patch come from one diff
+  (core/numstat.py splits them); a patch that is not valid UTF-8 is made again with every file
+  as an exact binary patch. `apply_command` applies a patch the same way: no conversion,
+  whatever the pre-agent copy's .gitattributes say.
 
 A step's snapshot may run in a command's exec, before it and after it (`wrapped_scripts`, for a
 sandbox that runs scripts around a command: port.EpilogueRunning): same scripts, same
@@ -56,6 +57,7 @@ from dataclasses import dataclass
 
 import pytest_agentbench.core.git_scripts as sh
 from pytest_agentbench.core.gitignore_rules import base_excludes
+from pytest_agentbench.core.numstat import parse_numstat_z, split_numstat
 from pytest_agentbench.sandbox.port import ExecResult, Sandbox, SandboxError
 
 APPLY_PATCH = ".git/agentbench-final.patch"
@@ -308,6 +310,11 @@ class Snapshotter:
                                                          or not self.fingerprint))):
             self.fingerprint = self.ref = ""  # whatever git left behind is rebuilt next time
             raise SnapshotError(f"git snapshot failed {detail}")
+        try:  # the diff first: nothing of a snapshot whose diff is not whole is taken
+            raw = split_numstat(_b64(lines[1])) if lines[1] else (b"", b"")
+        except (SnapshotError, ValueError) as exc:
+            self.fingerprint = self.ref = ""
+            raise SnapshotError(f"git output is incomplete ({exc})") from exc
         tree, self.host_changed = lines[0], False
         if not same:
             self.fingerprint = fingerprint
@@ -317,7 +324,7 @@ class Snapshotter:
         self.tree, self.ref = tree, _ref_time(end[1] if len(end) > 1 else "", self.margin_us)
         self.ref_offset = _clock_offset()
         self.base = self.base or tree
-        return tree, split_numstat(_b64(lines[1])) if lines[1] else (b"", b"")
+        return tree, raw
 
 
 def _diffstat(old: str, new: str, raw: tuple[bytes, bytes]) -> DiffStat:
@@ -358,39 +365,6 @@ def _is_tree(text: str) -> bool:
 def _check_tree(text: str) -> None:
     if not _is_tree(text):
         raise SnapshotError(f"not a tree id: {text!r}")
-
-
-def split_numstat(data: bytes) -> tuple[bytes, bytes]:
-    """(patch, numstat) from git_scripts' one diff: `--numstat -z` records (each ends in a NUL;
-    a path holds none), one NUL more, then the patch. SnapshotError when it is not so."""
-    numstat, sep, patch = data.partition(b"\0\0")
-    if not sep or not numstat or not patch.startswith(b"diff --git "):
-        raise SnapshotError("git output is incomplete (no numstat before the patch)")
-    return patch, numstat + b"\0"
-
-
-def parse_numstat_z(data: bytes) -> tuple[list[str], int]:
-    """Changed paths (sorted, exact) and added + removed lines from `git diff --numstat -z`.
-
-    Each record is `added TAB removed TAB path NUL`; with renames, `added TAB removed TAB NUL
-    old NUL new NUL` (both paths are changed). Binary files count no lines (`-`, with or
-    without --text)."""
-    fields = data.split(b"\0")
-    files: set[str] = set()
-    lines, i = 0, 0
-    while i < len(fields):
-        record = fields[i]
-        i += 1
-        if not record:
-            continue
-        added, removed, path = (record.split(b"\t", 2) + [b"", b""])[:3]
-        lines += sum(int(n) for n in (added, removed) if n.isdigit())
-        if path:
-            files.add(path.decode("utf-8", "replace"))
-        else:
-            files.update(p.decode("utf-8", "replace") for p in fields[i : i + 2] if p)
-            i += 2
-    return sorted(files), lines
 
 
 def _b64(text: str) -> bytes:

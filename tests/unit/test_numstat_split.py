@@ -1,6 +1,6 @@
 """The snapshot's one diff (numstat and patch together, core/git_scripts._DIFF_BODY) split on
 the host: the same as the two separate diffs git makes, on a real repository with the names
-and contents that make numstat and patch differ in form (gitops.split_numstat)."""
+and contents that make numstat and patch differ in form (core/numstat.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.core.gitops import SnapshotError, parse_numstat_z, split_numstat
+from pytest_agentbench.core.numstat import parse_numstat_z, split_numstat
 
 DIFF = ["diff", "--no-color", "--no-renames", "--no-ext-diff", "--no-textconv"]
 
@@ -51,5 +51,5 @@ def test_one_diff_splits_into_what_two_diffs_say(tmp_path: Path) -> None:
 @pytest.mark.parametrize("data", [b"", b"diff --git a/x b/x\n", b"1\t0\tx\0", b"\0\0diff",
                                   b"1\t0\tx\0\0@@ -1 +1 @@\n"])
 def test_an_incomplete_diff_is_an_error(data: bytes) -> None:
-    with pytest.raises(SnapshotError, match="incomplete"):
+    with pytest.raises(ValueError, match="no numstat before the patch"):
         split_numstat(data)
