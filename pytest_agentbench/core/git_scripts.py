@@ -208,7 +208,10 @@ fi
 # a temporary file and renamed, as git writes objects, so a full disk or a killed exec leaves no
 # half object there; an object already there is left alone): when the agent removes the harness
 # git dir, the rebuild imports the last tree from there (verified by index-pack, as everything it
-# imports), so the next step still diffs from it. Not for the last snapshot ($LAST), which removes
+# imports), so the next step still diffs from it. Only the objects the new tree has and $OLD has
+# not go (what this step wrote; the first snapshot: the loose ones, which the base's import did
+# not pack): all of the git dir's loose objects each time made a step's cost grow with the
+# attempt's length (300 of them: 37 ms a step). Not for the last snapshot ($LAST), which removes
 # the git dir. A rebuild keeps $GD.prev when there is no store to move there (an earlier rebuild
 # was cut short after moving it).
 SNAPSHOT_DIFF = r"""tree=$(g write-tree --missing-ok) || exit 1
@@ -219,8 +222,10 @@ if [ -n "$OLD" ] && [ "$OLD" != "$tree" ]; then
 else echo; echo; fi
 if [ -z "$LAST" ] && [ "$OLD" != "$tree" ] && [ -d .git/objects ] && [ ! -L .git ] &&
    [ ! -L .git/objects ]; then
-  ( cd "$GD/objects" && for f in ??/*; do [ -f "$f" ] && printf '%s\n' "${f/\//}"; done ) |
-    g pack-objects --stdout -q --window=0 2>/dev/null |
+  if [ -n "$OLD" ]; then
+    printf '%s\n^%s\n' "$tree" "$OLD" | g pack-objects --revs --stdout -q --window=0 2>/dev/null
+  else ( cd "$GD/objects" && for f in ??/*; do [ -f "$f" ] && printf '%s\n' "${f/\//}"; done ) |
+    g pack-objects --stdout -q --window=0 2>/dev/null; fi |
     GIT_OBJECT_DIRECTORY="$PWD/.git/objects" g unpack-objects -q 2>/dev/null
 fi
 echo "END $st$slow" && fp

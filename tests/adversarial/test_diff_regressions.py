@@ -210,6 +210,31 @@ def test_a_planted_patch_file_is_a_touched_git_dir(
         bench.close()
 
 
+def test_after_the_git_dir_is_removed_a_step_still_diffs_from_the_last_tree(
+    sandbox_kind: Kind, tmp_path: Path  # noqa: F811
+) -> None:
+    """Each step copies the objects its tree has and the last one has not into the workspace's
+    store; the rebuild after the agent removes the harness git dir imports the last tree from
+    there, objects written steps apart included, so the step's diff is its own change."""
+    bench = bench_of(sandbox_kind, tmp_path)
+    gitdir = bench.toolbox.snapshots.gitdir
+    try:
+        bench.run("mkdir -p src/deep && printf 'a = 1\\n' > src/deep/one.py")
+        bench.run("printf 'b = 2\\n' > src/deep/two.py")
+        bench.run("printf 'MB = 7\\n' > src/units.py")
+        bench.run(f"rm -rf {gitdir} && printf 'c = 3\\n' >> src/deep/one.py")
+        bench.run("true")
+        assert bench.toolbox.snapshots.rebuilds == 1
+        steps = sorted((bench.paths.root / "diffs").glob("step_*.patch"))
+        assert len(steps) == 4
+        last = steps[-1].read_text()
+        assert "+c = 3" in last and "src/deep/one.py" in last
+        assert "two.py" not in last and "units.py" not in last  # not a diff from the base
+        assert_scored_equals_workspace(bench)
+    finally:
+        bench.close()
+
+
 def test_a_nested_repository_is_an_error_not_a_silent_gitlink(
     sandbox_kind: Kind, tmp_path: Path  # noqa: F811
 ) -> None:
