@@ -10,6 +10,12 @@ whenever the trailer is missing or the host killed the wrapper, as the engine sa
 (exec_inspect). Nothing the command prints can decide it, and a killed wrapper reads as 128+n.
 A container that stopped while the engine answers raises SandboxExited, an unreachable engine a
 plain SandboxError. The factory that opens these is in sandbox/docker/factory.py.
+
+Under the execute-only shell the wrapper is held open (sandbox/docker/relay.py): one exec serves
+command after command, each answered as its own exec would have been; a command whose
+environment the held shell does not take, one the shell refused or could not receive, and every
+command on an image without that shell, runs in an exec of its own. AGENTBENCH_RELAY=0 turns the
+held shell off (a comparison, a suspected fault).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import docker
 import pytest_agentbench.sandbox.disk as disk
 import pytest_agentbench.sandbox.docker.exec_lines as exec_lines
 import pytest_agentbench.sandbox.docker.exec_stream as exec_stream
+import pytest_agentbench.sandbox.docker.one_shot as one_shot
 import pytest_agentbench.sandbox.docker.policy as policy
 from pytest_agentbench.paths.files import Files
 from pytest_agentbench.paths.host_files import HostFiles
@@ -44,12 +51,14 @@ from pytest_agentbench.sandbox.capture import (
 from pytest_agentbench.sandbox.disk import DiskGuard
 from pytest_agentbench.sandbox.docker.attach import DockerChannel
 from pytest_agentbench.sandbox.docker.container_files import ContainerFiles
+from pytest_agentbench.sandbox.docker.container_state import ContainerState
 from pytest_agentbench.sandbox.docker.containers import DockerErrors, failure, remove_container
+from pytest_agentbench.sandbox.docker.relay import SCRIPT as RELAY_SCRIPT
+from pytest_agentbench.sandbox.docker.relay import Relay, relayable, request_bytes
 from pytest_agentbench.sandbox.docker.shipped_mounts import ShippedMounts
 from pytest_agentbench.sandbox.port import ExecResult, SandboxError, SandboxExited, SandboxSpec
 
 HOST_GRACE_SEC = 5.0
-MEASURE_MAX_SEC = 300.0  # the disk measure (du of the workspace): only a silent engine meets it
 LOST_OUTPUT_NOTE = ("\nagentbench: the Docker engine delivered none of this command's output (a "
                     "known engine fault); its exit status is the engine's\n")
 
@@ -68,7 +77,7 @@ class ContainerHost(Protocol):
     def forget(self, container_id: str) -> None: ...
 
 
-class DockerSandbox:
+class DockerSandbox(ContainerState):
     def __init__(self, factory: ContainerHost, container_id: str, spec: SandboxSpec,
                  args: dict[str, Any], image: dict[str, Any], user: tuple[int, int],
                  shipped: ShippedMounts | None = None) -> None:
@@ -96,6 +105,10 @@ class DockerSandbox:
         self._broken: SandboxError | None = None
         self._lock = threading.Lock()
         self.closed = False
+        # the wrapper shell held open for the next command (sandbox/docker/relay.py)
+        self.relay_commands = os.environ.get("AGENTBENCH_RELAY", "1") != "0"
+        self._relay: Relay | None = None
+        self._relay_misses = 0  # relays that could not start or refused a request
 
     # -- exec ---------------------------------------------------------------------------------
     def exec(
@@ -141,26 +154,36 @@ class DockerSandbox:
     def _exec(self, command: str, budget: float, env: Mapping[str, str] | None,
               cwd: str | None, full: bool, collect_file: str | None = None,
               epilogue: str | None = None, prologue: str | None = None,
-              inline: bool = False) -> ExecResult:
+              inline: bool = False, held: bool = True) -> ExecResult:
         nonce = secrets.token_hex(16)
-        argv = [self._shell, "-p", "-c", policy.WRAPPER, "agentbench", f"{budget:.3f}", command,
-                self.disk.fsize_kib, self.spec.workdir if self.disk.measures else "",
-                collect_file or "", epilogue or "", prologue or "", "1" if inline else ""]
+        args = [f"{budget:.3f}", command, self.disk.fsize_kib,
+                self.spec.workdir if self.disk.measures else "", collect_file or "",
+                epilogue or "", prologue or "", "1" if inline else ""]
         workdir = posixpath.normpath(posixpath.join(self.spec.workdir, cwd or "."))
         cap = FULL_CAPTURE_CAP if full else CAPTURE_CAP
         out, err = OutputBuffer(cap), OutputBuffer(cap)
+        relay = self._held_relay(env or {}) if held else None
         self.disk.start()
         start = time.monotonic()
-        try:
-            exec_id = self._api.exec_create(
-                self.container_id, argv, user=self.user, workdir=workdir,
-                environment={**(env or {}), policy.NONCE_VAR: nonce})["Id"]
-            stream = self._open_stream(exec_id)
-        except DockerErrors as exc:
-            raise self._failure("cannot start a command", exc) from exc
         errors: list[BaseException] = []
-        reader = threading.Thread(target=exec_stream.drain, args=(stream, out, err, errors),
-                                  daemon=True)
+        outcome: list[str] = []  # the relay's (Relay.exchange)
+        stream: exec_stream.ExecStream | None = None
+        if relay is not None:
+            exec_id = relay.exec_id
+            reader = threading.Thread(target=relay.exchange, daemon=True, args=(
+                request_bytes(nonce, args, workdir, env or {}), nonce, out, err, errors, outcome))
+        else:
+            self._drop_relay()  # the wrapper's first reap would end it
+            try:
+                exec_id = self._api.exec_create(
+                    self.container_id, [self._shell, "-p", "-c", policy.WRAPPER, "agentbench",
+                                        *args], user=self.user, workdir=workdir,
+                    environment={**(env or {}), policy.NONCE_VAR: nonce})["Id"]
+                stream = self._open_stream(exec_id)
+            except DockerErrors as exc:
+                raise self._failure("cannot start a command", exc) from exc
+            reader = threading.Thread(target=exec_stream.drain, args=(stream, out, err, errors),
+                                      daemon=True)
         grace = (HOST_GRACE_SEC + (policy.EPILOGUE_MAX_SEC + 2 if epilogue else 0)
                  + (policy.PROLOGUE_MAX_SEC + 2 if prologue else 0))
         try:
@@ -170,9 +193,16 @@ class DockerSandbox:
                 self._reap("it overran its deadline" if overran else "it exceeded the disk limit")
                 reader.join(KILL_GRACE_SEC + 1)
         finally:
-            stream.close()  # ends the reader if it still waits
+            if stream is not None:
+                stream.close()  # ends the reader if it still waits
+            elif outcome != ["done"]:
+                self._drop_relay()  # the same
             if reader.ident is not None:  # started
                 reader.join(1.0)
+        if outcome and outcome[0] in ("refused", "unsent") and not (overran or disk_hit):
+            self._relay_misses += 1  # nothing ran: the request goes to an exec of its own
+            return self._exec(command, budget, env, cwd, full, collect_file, epilogue, prologue,
+                              inline, held=False)
         if errors and not (overran or disk_hit):
             raise self._failure("lost the command's output stream", errors[0])
         elapsed = time.monotonic() - start
@@ -218,17 +248,12 @@ class DockerSandbox:
         key = f"{self._image.get('id') or self.spec.image}|{shell}|{self.user}"
         private = self._factory.private_shells.get(key)
         if private is None:
-            check = ('[ -x "$1" ] && [ ! -r "$1" ] && [ ! -w "$1" ] && [ ! -L "$1" ] && '
-                     '[ "$(stat -c %u "$1")" = 0 ] && echo private')
             try:
-                exec_id = self._api.exec_create(self.container_id, ["/bin/sh", "-c", check,
-                                                                    "sh", shell],
-                                                user=self.user)["Id"]
-                output = exec_stream.output(self._api, exec_id)
+                private = one_shot.shell_is_private(self._api, self.container_id, shell,
+                                                    self.user)
             except DockerErrors as exc:
                 raise self._failure("cannot check the image's shell", exc) from exc
-            text = output.decode(errors="replace")
-            private = self._factory.private_shells[key] = text.strip() == "private"
+            self._factory.private_shells[key] = private
         self._shell_checked = True
         if private:
             self._shell, self._private_shell = shell, True
@@ -254,19 +279,40 @@ class DockerSandbox:
         """The workspace's size measured in the container (disk.MEASURE_SCRIPT, as the command
         user): the field DiskGuard reads, None when it cannot be had."""
         try:
-            exec_id = self._api.exec_create(
-                self.container_id, [self._shell, "-p", "-c", disk.MEASURE_SCRIPT, "agentbench",
-                                    self.spec.workdir], user=self.user)["Id"]
-            # du on a large workspace can take a while: a bound for a silent engine only
-            output = exec_stream.output(self._api, exec_id, timeout_sec=MEASURE_MAX_SEC)
+            return one_shot.workspace_usage(self._api, self.container_id, self._shell,
+                                            self.user, self.spec.workdir)
         except DockerErrors:
             return None
-        text = output.decode(errors="replace")
-        return disk.script_usage(text)
+
+    def _held_relay(self, env: Mapping[str, str]) -> Relay | None:
+        """The relay for a command with this environment, started if need be; None: the command
+        runs in an exec of its own (no execute-only shell, an environment the relay does not
+        take, or relays that did not work here three times)."""
+        if not (self.relay_commands and self._private_shell and self._relay_misses < 3
+                and relayable(env)):
+            return None
+        if self._relay is None:
+            try:
+                exec_id = self._api.exec_create(
+                    self.container_id, [self._shell, "-p", "-c", RELAY_SCRIPT, "agentbench"],
+                    user=self.user, workdir="/", stdin=True)["Id"]
+                self._relay = Relay(exec_stream.start(self._api, exec_id), exec_id)
+            except DockerErrors:
+                self._relay_misses += 1
+                return None
+        return self._relay
+
+    def _drop_relay(self) -> None:
+        """Close the held shell's stream (the shell ends at its stdin's end, or was killed)."""
+        if self._relay is not None:
+            self._relay.close()
+            self._relay = None
 
     def _reap(self, why: str) -> None:
         """Kill every process of the command user in the container, from a fresh exec; if that
-        fails, the sandbox is killed and SandboxExited (or SandboxError) raised."""
+        fails, the sandbox is killed and SandboxExited (or SandboxError) raised. The relay, a
+        process of that user, ends too."""
+        self._drop_relay()
         problem: object = "the kill command failed"
         for attempt in range(3):
             try:
@@ -291,41 +337,6 @@ class DockerSandbox:
             f"a command ({why}) could not be stopped ({problem}); the harness killed the "
             "sandbox", exit_code=None, status="killed by the harness")
         raise self._broken
-
-    def _check_usable(self) -> None:
-        if self.closed:
-            raise SandboxError("sandbox is closed")
-        if isinstance(self._broken, SandboxExited):
-            raise SandboxExited(f"sandbox is unusable: {self._broken}",
-                                exit_code=self._broken.exit_code,
-                                oom_killed=self._broken.oom_killed, status=self._broken.status)
-        if self._broken is not None:
-            raise SandboxError(f"sandbox is unusable: {self._broken}")
-
-    def _state(self) -> dict[str, Any] | None:
-        try:
-            return dict(self._api.inspect_container(self.container_id)["State"])
-        except DockerErrors:
-            return None
-
-    def _exited(self, what: str, state: Mapping[str, Any]) -> SandboxExited:
-        code, oom = state.get("ExitCode"), bool(state.get("OOMKilled"))
-        cause = (f"its lifetime of {self.spec.lifetime_sec:g}s ran out" if code == 0 and not oom
-                 else "it ran out of memory" if oom else "its init process ended")
-        self._broken = SandboxExited(
-            f"{what}: the sandbox container exited ({cause}; status {state.get('Status')}, "
-            f"exit code {code}, OOMKilled={oom})",
-            exit_code=code, oom_killed=oom, status=state.get("Status"))
-        return self._broken
-
-    def _failure(self, what: str, exc: BaseException) -> SandboxError:
-        """SandboxExited if the container stopped; SandboxError if the engine does not answer."""
-        state = self._state()
-        if state is None:
-            return failure(self._api, f"{what}: {exc} (the container is gone)")
-        if not state.get("Running"):
-            return self._exited(what, state)
-        return SandboxError(f"{what}: {exc}")
 
     # -- facts and lifecycle --------------------------------------------------------------------
     def facts(self) -> dict[str, Any]:
@@ -362,6 +373,7 @@ class DockerSandbox:
         if self.closed:
             return
         self.closed = True
+        self._drop_relay()
         self._factory.forget(self.container_id)
         failure: SandboxError | None = None
         if self.shipped is not None and self.spec.sync_back:

@@ -1,0 +1,230 @@
+"""One wrapper shell held open per sandbox: the commands after the first pay no exec.
+
+A Docker exec costs 50-65 ms of engine work (runc starts a process in the container's
+namespaces) before its command runs; a `run` step of an agent loop is mostly that. The relay is
+the command wrapper (policy.WRAPPER) run once, under the image's execute-only shell, reading one
+request after another from its stdin (the exec's attached stream, sandbox/docker/exec_stream):
+each request is what a one-shot exec's argv and environment would have been, and its answer is
+what that exec's stdout and stderr would have held, the same trailer (carrying the request's
+nonce) last, so the host reads both alike (sandbox.py).
+
+What makes a held shell as trustworthy as a fresh one:
+- It runs only under the execute-only shell: it is not dumpable, so the command user can neither
+  ptrace it nor open its /proc files (its memory, environment, fds, stdin): the nonces it holds
+  are secret and the answers on its stdout are its own.
+- It is the caller of every reap (`kill -KILL -1` spares only the caller): after each command,
+  and before the next request is read, nothing the command started is alive, so nothing can
+  write into the next answer or read the next request.
+- Per-request state is local to one function call (its variables, the request's environment
+  as `local -x`); RLIMIT_FSIZE is set in the children only (the shell's own hard limit could not
+  be raised again): the command's child sets it and then becomes `timeout` (exec, by the path
+  `command -p` found), so the command's process tree is a one-shot wrapper's (bash, timeout,
+  the shell that reaps).
+- What a process of the same user can still do to it: signal it (it dies or stops: the host
+  sees no trailer or a deadline, reaps and starts another) and change its resource limits
+  (prlimit(2) asks no more than the same uid). Before each request the shell compares its hard
+  and soft limits with those it started with and refuses the request when they differ: the host
+  runs that request in an exec of its own, and the next one starts a new relay.
+- A request whose environment names a variable the shell itself reads (IFS, BASH*, SHELLOPTS,
+  the locale, ...) or any non-upper-case name goes to a one-shot exec (`relayable`).
+
+The host sends a header line (the nonce, the byte length of each of the wrapper's 8 arguments,
+of the working directory and of each `NAME=value` of the environment) and then those bytes; the
+shell reads each with `read -N` in the C locale (bytes, not characters). It answers on stdout
+with GO_MARK and the nonce once it has the request, what the command printed, then OUT_MARK
+and the nonce; on stderr with what a one-shot
+wrapper prints there, the trailer last. Or, before running anything, REFUSE_MARK and the nonce
+on stdout, and it exits.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+
+from pytest_agentbench.sandbox.capture import OutputBuffer
+from pytest_agentbench.sandbox.disk import MEASURE
+from pytest_agentbench.sandbox.docker import policy
+from pytest_agentbench.sandbox.docker.exec_stream import STDOUT, ExecStream
+
+OUT_MARK = b"\n\x1eagentbench-out:"
+REFUSE_MARK = b"\x1eagentbench-refuse:"
+GO_MARK = b"\x1eagentbench-go:"
+# Names a request's environment may hold to go through the relay: upper case, and none the
+# shell reads for itself (a one-shot exec's bash would take them from its environment at start).
+_NAME = re.compile(r"[A-Z_][A-Z0-9_]*\Z")
+_SHELL_NAMES = frozenset({
+    "IFS", "SHELLOPTS", "POSIXLY_CORRECT", "EPOCHREALTIME", "EPOCHSECONDS", "SECONDS", "RANDOM",
+    "SRANDOM", "LINENO", "OPTIND", "OPTARG", "OPTERR", "PPID", "UID", "EUID", "GROUPS", "PWD",
+    "OLDPWD", "CDPATH", "GLOBIGNORE", "TMOUT", "PS4", "HOSTNAME", "HOSTTYPE", "MACHTYPE",
+    "OSTYPE", "SHLVL", "FUNCNAME", "PIPESTATUS", "DIRSTACK", "HISTCMD", "HISTFILE", "ENV",
+    "LANG", "TEXTDOMAIN", "TEXTDOMAINDIR", "FIGNORE", "EXECIGNORE", "INPUTRC", "PROMPT_COMMAND",
+})
+
+
+def relayable(env: Mapping[str, str]) -> bool:
+    """Whether a request with this environment may go through the relay."""
+    return all(_NAME.match(k) and k not in _SHELL_NAMES and not k.startswith(("BASH", "LC_"))
+               and "\0" not in v for k, v in env.items())
+
+
+def request_bytes(nonce: str, args: list[str], workdir: str, env: Mapping[str, str]) -> bytes:
+    """One request: the header line and the fields' bytes."""
+    fields = [a.encode() for a in args] + [workdir.encode()] + [
+        f"{k}={v}".encode() for k, v in env.items()]
+    header = " ".join([nonce, *(str(len(f)) for f in fields)]) + "\n"
+    return header.encode() + b"".join(fields)
+
+
+def _relay_body() -> str:
+    """WRAPPER as a function of the held shell (see the module docstring for what changed)."""
+    fsz = 'fsz "$3"; '
+    prologue = policy.PROLOGUE.replace("b=$(if ", "b=$(" + fsz + "if ", 1)
+    epilogue = policy.EPILOGUE.replace("e=$(set -o pipefail; ", "e=$(set -o pipefail; " + fsz, 1)
+    assert prologue != policy.PROLOGUE and epilogue != policy.EPILOGUE
+    return (
+        r"""request() {
+  local n=$9 x c k rc m o o0 t a b r u l f e d s i
+  [ "${#envs[@]}" = 0 ] || local -x "${envs[@]}"
+  reap
+  oomc; o0=$o
+  x=; [ -n "$6$7" ] && x=${!AGENTBENCH_EXCL_*} && [ -n "$x" ] && export -n $x
+""" + prologue + r"""rc=0 m=0
+  if [ -z "$k" ]; then
+    [ -n "$c" ] && c=$EPOCHREALTIME$'\n'$c
+    read -r m _ < /proc/uptime || m=
+    { fsz "$3"; exec "$tmo" -k 2 "$1" bash -c "$2"; } 2>&3 3>&- </dev/null & t=$!
+    wait "$t"; rc=$?
+    read -r u _ < /proc/uptime || u=
+    if [[ $m =~ ^[0-9]+\.[0-9]{2}$ && $u =~ ^[0-9]+\.[0-9]{2}$ ]]; then
+      m=$(( (10#${u//./} - 10#${m//./}) * 10000 ))
+    else m=-; fi
+  fi
+  reap
+  oomc
+""" + epilogue + r"""d=$4
+""" + MEASURE + policy.COLLECT + r"""printf '\n\036agentbench-out:%s\n' "$n"
+  printf '\n\036agentbench-end:%s %s %s %s %s %s\n' "$n" "$rc" "$o0" "$o" "$s" "$m" >&3
+}
+""")
+
+
+# The held shell. Its own stderr goes nowhere (fd 3 is the exec's stderr, for the commands and
+# the trailers); job control gives each command its own process group, as in WRAPPER.
+SCRIPT = (
+    "exec 3>&2 2>/dev/null\n" + policy.REAP + policy.OOM_COUNT
+    + r"""fsz() { [ -z "$1" ] || ulimit -f "$1"; }
+set -m
+lim=$(ulimit -aH; ulimit -aS)
+tmo=$(command -p -v timeout) && [ -n "$tmo" ] || exit 1
+""" + _relay_body() + r"""while IFS= read -r h; do
+  set -f; L=($h); set +f
+  [ "${#L[@]}" -ge 10 ] || exit 1
+  a=()
+  for ((i = 1; i < ${#L[@]}; i++)); do
+    [[ ${L[i]} =~ ^[0-9]+$ ]] && LC_ALL=C IFS= read -r -N "${L[i]}" v || exit 1
+    a+=("$v")
+  done
+  envs=("${a[@]:9}")
+  if [ "$(ulimit -aH; ulimit -aS)" != "$lim" ] || ! cd -- "${a[8]}"; then
+    printf '\036agentbench-refuse:%s\n' "${L[0]}"; exit 1
+  fi
+  printf '\036agentbench-go:%s\n' "${L[0]}"
+  request "${a[@]:0:8}" "${L[0]}"
+done
+""")
+
+
+class Relay:
+    """The held shell's exec: its stream, and one request's answer read at a time."""
+
+    def __init__(self, stream: ExecStream, exec_id: str) -> None:
+        self.exec_id = exec_id  # its exit status, when a request's answer has no trailer
+        self._stream = stream
+        self._frames: Iterator[tuple[int, bytes]] = stream.frames()
+        self.requests = 0  # answered in full
+
+    def exchange(self, request: bytes, nonce: str, out: OutputBuffer, err: OutputBuffer,
+                 errors: list[BaseException], outcome: list[str]) -> None:
+        """A reader thread's work: send `request`, then its answer into the buffers. `outcome`
+        gets "done" (both ends seen), "refused" or "unsent" (nothing ran: run it elsewhere),
+        or "ended" (the shell ended while the request ran)."""
+        try:
+            self._stream.sendall(request)
+            outcome.append(self._answer(nonce.encode(), out, err))
+        except Exception as exc:  # noqa: BLE001 - reported by the waiting thread
+            errors.append(exc)
+            outcome.append("ended")
+
+    def _answer(self, nonce: bytes, out: OutputBuffer, err: OutputBuffer) -> str:
+        head_len = len(GO_MARK) + len(nonce) + 1
+        stdout = _Cut(OUT_MARK + nonce + b"\n")
+        stderr = _Cut(policy.TRAILER + nonce, through_newline=True)
+        head = b""
+        for kind, chunk in self._frames:
+            if kind != STDOUT:
+                if stderr.feed(chunk, err):
+                    raise OSError("the relay wrote past its trailer")
+            elif len(head) < head_len:
+                head += chunk
+                if len(head) < head_len:
+                    continue
+                head, chunk = head[:head_len], head[head_len:]
+                if head.startswith(REFUSE_MARK):
+                    return "refused"
+                if head != GO_MARK + nonce + b"\n":
+                    raise OSError(f"the relay answered another request: {head[:60]!r}")
+                if stdout.feed(chunk, out):
+                    raise OSError("the relay wrote past its end mark")
+            elif stdout.feed(chunk, out):
+                raise OSError("the relay wrote past its end mark")
+            if stdout.done and stderr.done:
+                self.requests += 1
+                return "done"
+        stdout.flush(out)
+        stderr.flush(err)
+        if len(head) < head_len:
+            return "refused" if head.startswith(REFUSE_MARK) else "unsent"
+        return "ended"
+
+    def close(self) -> None:
+        self._stream.close()
+
+
+class _Cut:
+    """One stream of an answer, up to a mark: everything before it goes to the buffer (the mark
+    too, through the end of its line, when `through_newline`: the trailer, read as a one-shot
+    exec's); a tail as long as the mark is held back until it cannot be its start."""
+
+    def __init__(self, mark: bytes, through_newline: bool = False) -> None:
+        self.mark, self.through_newline = mark, through_newline
+        self.held = b""
+        self.done = False
+
+    def feed(self, chunk: bytes, buffer: OutputBuffer) -> bool:
+        """Take a chunk; True when bytes came after the mark (a broken protocol)."""
+        if self.done:
+            return bool(chunk)
+        data = self.held + chunk
+        at = data.find(self.mark)
+        if at >= 0 and self.through_newline:
+            end = data.find(b"\n", at + len(self.mark))
+            if end < 0:  # the trailer's line is not whole yet
+                buffer.append(data[:at])
+                self.held = data[at:]
+                return False
+            buffer.append(data[: end + 1])
+            self.held, self.done = b"", True
+            return bool(data[end + 1 :])
+        if at >= 0:
+            buffer.append(data[:at])
+            self.held, self.done = b"", True
+            return bool(data[at + len(self.mark) :])
+        keep = len(self.mark) - 1
+        buffer.append(data[: max(len(data) - keep, 0)])
+        self.held = data[max(len(data) - keep, 0) :]
+        return False
+
+    def flush(self, buffer: OutputBuffer) -> None:
+        buffer.append(self.held)
+        self.held = b""

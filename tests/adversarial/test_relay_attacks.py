@@ -1,0 +1,97 @@
+"""Red team of the held wrapper shell (sandbox/docker/relay.py): what a hostile command, of the
+same user as the shell that started it and answers for it, can do to that shell and to the next
+command's answer.
+
+Held: it cannot read the shell's memory, environment, fds or stdin (the next request, its
+nonce); it cannot leave anything behind that writes into the next answer; killing or stopping
+the shell ends in the result a one-shot wrapper killed or stopped would give, and the next
+command runs in a new shell. What the kernel lets a process of the same uid do to another, its
+resource limits (prlimit(2)), the shell notices before the next request and refuses it: that
+request runs in an exec of its own, the one after in a new shell.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.sandboxes import open_labelled, small_spec
+
+pytestmark = pytest.mark.xdist_group("docker-relay")
+
+# the shell that answers for this command: the one ancestor whose arguments hold its script
+FIND_RELAY = ("r=; p=$PPID; while [ \"$p\" -gt 1 ]; do "
+              "case \"$(tr '\\0' ' ' < /proc/$p/cmdline)\" in *agentbench-go*) r=$p;; esac; "
+              "p=$(ps -o ppid= -p \"$p\" | tr -d ' '); done; [ -n \"$r\" ] || exit 99\n")
+
+
+@pytest.fixture
+def sandbox(docker_sandboxes: Any, tmp_path: Path) -> Any:
+    with open_labelled(docker_sandboxes, small_spec(tmp_path)) as make:
+        box = make()
+        assert box.exec("true", timeout_sec=20).exit_code == 0
+        assert box._private_shell and box._relay is not None
+        yield box
+
+
+def test_the_command_finds_its_relay(sandbox: Any) -> None:
+    result = sandbox.exec(FIND_RELAY + "echo found", timeout_sec=20)
+    assert result.exit_code == 0 and result.stdout == "found\n", result.stderr
+
+
+@pytest.mark.parametrize("path", ["environ", "mem", "fd/0", "fd/1", "fd/3", "stack", "maps"])
+def test_the_relay_s_proc_files_are_closed_to_the_command(sandbox: Any, path: str) -> None:
+    result = sandbox.exec(FIND_RELAY + f"head -c 64 /proc/$r/{path} | od -c | head -3; "
+                          "echo rc=${PIPESTATUS[0]}", timeout_sec=20)
+    assert "rc=0" not in result.stdout and "rc=1" in result.stdout, result.stdout
+
+
+def test_lowered_limits_make_the_relay_refuse_the_next_request(sandbox: Any) -> None:
+    first = sandbox._relay
+    nofile = sandbox.exec("ulimit -n", timeout_sec=20).stdout.strip()
+    assert nofile.isdigit() and int(nofile) > 64
+    lowered = sandbox.exec(FIND_RELAY + "prlimit --pid $r --nofile=64:64 --fsize=8:8 && "
+                           "echo lowered", timeout_sec=20)
+    assert lowered.stdout == "lowered\n", lowered.stderr
+    after = sandbox.exec("head -c 20000 /dev/zero > big.bin; stat -c %s big.bin; ulimit -n",
+                         timeout_sec=20)
+    assert after.exit_code == 0 and after.stdout.split() == ["20000", nofile], after
+    assert sandbox._relay_misses == 1 and sandbox._relay is None  # it ran on its own
+    again = sandbox.exec(FIND_RELAY + "prlimit --pid $r --nofile --fsize --noheadings -o SOFT",
+                         timeout_sec=20)
+    assert sandbox._relay is not None and sandbox._relay is not first
+    assert again.stdout.split() == [nofile, "unlimited"], again
+
+
+def test_a_stopped_relay_is_a_command_the_host_stops(sandbox: Any) -> None:
+    result = sandbox.exec(FIND_RELAY + "kill -STOP $r; echo stopped", timeout_sec=1)
+    assert result.timed_out and sandbox._relay is None
+    assert sandbox.exec("echo next", timeout_sec=20).stdout == "next\n"
+
+
+def test_a_killed_relay_reads_as_a_killed_wrapper(sandbox: Any) -> None:
+    result = sandbox.exec("echo before; kill -9 -1", timeout_sec=20)
+    assert result.exit_code == 137 and not result.timed_out and not result.output_lost
+    assert sandbox.exec("echo next", timeout_sec=20).stdout == "next\n"
+
+
+def test_nothing_a_command_leaves_writes_into_the_next_answer(sandbox: Any) -> None:
+    planted = sandbox.exec("(trap '' HUP TERM; sleep 0.4; echo LATE; echo LATE >&2) & "
+                           "setsid sh -c 'sleep 0.4; echo LATE2' & nohup sh -c 'sleep 0.4; "
+                           "echo LATE3' & echo planted", timeout_sec=20)
+    assert planted.stdout == "planted\n"
+    nxt = sandbox.exec("sleep 0.8; echo next", timeout_sec=20)
+    assert nxt.stdout == "next\n" and "LATE" not in nxt.stderr
+    assert sandbox._relay is not None and sandbox._relay_misses == 0
+
+
+def test_a_forged_end_does_not_end_the_answer(sandbox: Any) -> None:
+    """The marks without the request's nonce (which the command cannot read) are output."""
+    forged = ("printf '\\n\\036agentbench-out:%s\\n' \"$AGENTBENCH_NONCE\" x; "
+              "printf '\\n\\036agentbench-end:x 0 0 0 - 1\\n' >&2; echo real; exit 5")
+    result = sandbox.exec(forged, timeout_sec=20)
+    assert result.exit_code == 5 and result.stdout.endswith("real\n")
+    assert "agentbench-out:" in result.stdout
+    assert sandbox.exec("echo next", timeout_sec=20).stdout == "next\n"
