@@ -10,12 +10,14 @@ events, the agent loop (snapshot/diff: the recording toolbox's own count, which 
 folded into a command's exec is its time inside the sandbox).
 
 Printed per mix: median, p90 and mean over the steps of the total and of its parts (tool
-execution, snapshot/diff, rest), docker execs per step, the same by tool, and a PASS/FAIL line
-against the target, on the mean (a mix's steps are of different kinds, so its median is one
-kind's time). A slow or noisy result never fails the script; a harness error does (exit 1, after
-every mix has run and printed what it measured): an attempt that did not run to its `finish`, or a
-file-changing step without its own diff. The scripted model's `finish` is taken at its word
-(`verify_finish: false`): the steps measured are the scripted ones, not a check of the task.
+execution, snapshot/diff, rest), sandbox commands and docker execs per step (a command after
+the first goes through the held wrapper shell, sandbox/docker/relay.py), the same by tool, and a
+PASS/FAIL line against the target, on the mean (a mix's steps are of different kinds, so its
+median is one kind's time). A slow or noisy result never fails the script; a harness error does
+(exit 1, after every mix has run and printed what it measured): an attempt that did not run to
+its `finish`, or a file-changing step without its own diff. The scripted model's `finish` is
+taken at its word (`verify_finish: false`): the steps measured are the scripted ones, not a
+check of the task.
 
     uv run --frozen python scripts/bench_agent_step.py [--steps 20] [--mix read+run|edits|both]
     uv run --frozen python scripts/bench_agent_step.py --smoke   # 4 steps: it runs, figures print
@@ -34,6 +36,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import docker.api.client
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -65,7 +69,8 @@ class Probe:
         self.chats: list[tuple[float, float]] = []
         self.tool_ms: dict[int, float] = defaultdict(float)
         self.snap_ms: dict[int, float] = defaultdict(float)
-        self.execs: dict[int, int] = defaultdict(int)
+        self.execs: dict[int, int] = defaultdict(int)  # sandbox commands
+        self.engine_execs: dict[int, int] = defaultdict(int)  # execs the engine was asked for
         self.tools: dict[int, str] = {}
 
     @property
@@ -96,7 +101,14 @@ class Probe:
             self.execs[self.step] += 1
             return docker_exec(*args, **kwargs)
 
+        exec_create = docker.api.client.APIClient.exec_create
+
+        def counted_create(*args: Any, **kwargs: Any) -> Any:
+            self.engine_execs[self.step] += 1
+            return exec_create(*args, **kwargs)
+
         patch(llm_client.OpenAICompatClient, "chat", timed_chat)
+        patch(docker.api.client.APIClient, "exec_create", counted_create)
         inner_call = toolbox.Toolbox.call
         outer_call = recording.RecordingToolbox.call
         boxes: list[Any] = []
@@ -137,6 +149,7 @@ class Probe:
             tool, snap = self.tool_ms[i], self.snap_ms[i]
             rows.append({"total": total, "tool": tool, "snap": snap,
                          "rest": total - tool - snap, "execs": self.execs[i],
+                         "engine_execs": self.engine_execs[i],
                          "name": self.tools.get(i, "?")})
         return rows
 
@@ -231,7 +244,8 @@ def main() -> None:
         for key, label in (("total", "total"), ("tool", "tool execution"),
                            ("snap", "snapshot/diff"), ("rest", "rest")):
             print(f"  {label:15s} {summary(rows, key)}")
-        print(f"  docker execs per step: {statistics.fmean(r['execs'] for r in rows):.2f}")
+        print(f"  sandbox commands per step: {statistics.fmean(r['execs'] for r in rows):.2f}, "
+              f"docker execs per step: {statistics.fmean(r['engine_execs'] for r in rows):.2f}")
         for name in sorted({r["name"] for r in rows}):
             mine = [r for r in rows if r["name"] == name]
             print(f"  {name + ' steps':15s} {summary(mine, 'total')}  "
