@@ -138,6 +138,7 @@ class DockerSandboxFactory:
             with contextlib.suppress(SandboxError):
                 sandbox.close()
             raise problem from exc
+        sandbox.hold()  # the first command then pays no exec (scoring's sandbox opens ahead)
         return sandbox
 
     def _create(self, args: dict[str, Any]) -> str:

@@ -41,10 +41,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 from pytest_agentbench.sandbox.capture import OutputBuffer
 from pytest_agentbench.sandbox.disk import MEASURE
-from pytest_agentbench.sandbox.docker import policy
+from pytest_agentbench.sandbox.docker import exec_stream, policy
+from pytest_agentbench.sandbox.docker.containers import DockerErrors
 from pytest_agentbench.sandbox.docker.exec_stream import STDOUT, ExecStream
 
 OUT_MARK = b"\n\x1eagentbench-out:"
@@ -143,6 +145,16 @@ class Relay:
         self._stream = stream
         self._frames: Iterator[tuple[int, bytes]] = stream.frames()
         self.requests = 0  # answered in full
+
+    @classmethod
+    def start(cls, api: Any, container_id: str, shell: str, user: str) -> Relay | None:
+        """The held shell started in the container as `user`; None when the engine refused."""
+        try:
+            exec_id = api.exec_create(container_id, [shell, "-p", "-c", SCRIPT, "agentbench"],
+                                      user=user, workdir="/", stdin=True)["Id"]
+            return cls(exec_stream.start(api, exec_id), exec_id)
+        except DockerErrors:
+            return None
 
     def exchange(self, request: bytes, nonce: str, out: OutputBuffer, err: OutputBuffer,
                  errors: list[BaseException], outcome: list[str]) -> None:

@@ -53,7 +53,6 @@ from pytest_agentbench.sandbox.docker.attach import DockerChannel
 from pytest_agentbench.sandbox.docker.container_files import ContainerFiles
 from pytest_agentbench.sandbox.docker.container_state import ContainerState
 from pytest_agentbench.sandbox.docker.containers import DockerErrors, failure, remove_container
-from pytest_agentbench.sandbox.docker.relay import SCRIPT as RELAY_SCRIPT
 from pytest_agentbench.sandbox.docker.relay import Relay, relayable, request_bytes
 from pytest_agentbench.sandbox.docker.shipped_mounts import ShippedMounts
 from pytest_agentbench.sandbox.port import ExecResult, SandboxError, SandboxExited, SandboxSpec
@@ -284,6 +283,15 @@ class DockerSandbox(ContainerState):
         except DockerErrors:
             return None
 
+    def hold(self) -> None:
+        """Start the held wrapper shell now, before the first command (best effort): a sandbox
+        opened ahead of its use, as scoring's is, then runs that command without an exec."""
+        with self._lock, contextlib.suppress(SandboxError):
+            self._check_usable()
+            if not self._shell_checked:
+                self._check_shell(str(self._image["shell"]))
+            self._held_relay({})
+
     def _held_relay(self, env: Mapping[str, str]) -> Relay | None:
         """The relay for a command with this environment, started if need be; None: the command
         runs in an exec of its own (no execute-only shell, an environment the relay does not
@@ -292,14 +300,8 @@ class DockerSandbox(ContainerState):
                 and relayable(env)):
             return None
         if self._relay is None:
-            try:
-                exec_id = self._api.exec_create(
-                    self.container_id, [self._shell, "-p", "-c", RELAY_SCRIPT, "agentbench"],
-                    user=self.user, workdir="/", stdin=True)["Id"]
-                self._relay = Relay(exec_stream.start(self._api, exec_id), exec_id)
-            except DockerErrors:
-                self._relay_misses += 1
-                return None
+            self._relay = Relay.start(self._api, self.container_id, self._shell, self.user)
+            self._relay_misses += self._relay is None
         return self._relay
 
     def _drop_relay(self) -> None:
