@@ -163,6 +163,10 @@ class Relay:
         or "ended" (the shell ended while the request ran)."""
         try:
             self._stream.sendall(request)
+        except OSError:  # the shell's stdin is gone: it ended before it could read the request
+            outcome.append("unsent")
+            return
+        try:
             outcome.append(self._answer(nonce.encode(), out, err))
         except Exception as exc:  # noqa: BLE001 - reported by the waiting thread
             errors.append(exc)
