@@ -12,11 +12,13 @@ request runs in an exec of its own, the one after in a new shell.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_agentbench.sandbox.docker.sandbox import RELAY_GO_SEC
 from tests.support.sandboxes import open_labelled, small_spec
 
 pytestmark = pytest.mark.xdist_group("docker-relay")
@@ -95,3 +97,54 @@ def test_a_forged_end_does_not_end_the_answer(sandbox: Any) -> None:
     assert result.exit_code == 5 and result.stdout.endswith("real\n")
     assert "agentbench-out:" in result.stdout
     assert sandbox.exec("echo next", timeout_sec=20).stdout == "next\n"
+
+
+# Found by the red team of the relay, each failed before its fix (relay.py `state`, the host's
+# RELAY_GO_SEC): what a command leaves on the pipes it shares with the shell, or on the shell's
+# scheduling, outlived it and reached later commands, the final diff among them.
+NONBLOCK = ("python3 -c 'import fcntl, os\nfor fd in (1, 2):\n"
+            "    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)'"
+            "; echo set")
+ARM_STOP = FIND_RELAY + ("python3 - \"$r\" <<'PY'\nimport fcntl, os, signal, sys\n"
+                         "fcntl.fcntl(1, fcntl.F_SETOWN, int(sys.argv[1]))\n"
+                         "fcntl.fcntl(1, 10, signal.SIGSTOP)  # F_SETSIG\n"
+                         "fcntl.fcntl(1, fcntl.F_SETFL, fcntl.fcntl(1, fcntl.F_GETFL) | os.O_ASYNC)"
+                         "\nPY\necho -n")
+
+
+def test_non_blocking_pipes_left_by_a_command_do_not_reach_the_next(sandbox: Any) -> None:
+    """An asyncio program does this without meaning harm; a 3 MB output then failed with
+    `write error: Resource temporarily unavailable` (a final diff that large: WORKSPACE_
+    UNREADABLE)."""
+    assert sandbox.exec(NONBLOCK, timeout_sec=20).stdout == "set\n"
+    big = sandbox.exec("head -c 3000000 /dev/zero | tr '\\0' x; echo \"rc=${PIPESTATUS[1]}\" >&2",
+                       timeout_sec=30)
+    assert "write error" not in big.stderr and "rc=0" in big.stderr, big.stderr[-300:]
+    assert sandbox._relay_misses == 1
+
+
+def test_a_stop_armed_on_the_shared_pipe_does_not_time_the_next_command_out(
+        sandbox: Any) -> None:
+    """O_ASYNC with SIGSTOP and the shell as owner: the shell stops as the engine reads its
+    answer, after it. The next command ran nowhere and read as timed out; now the host sees no
+    GO mark within RELAY_GO_SEC, reaps, and runs it in an exec of its own."""
+    for _ in range(3):
+        sandbox.exec(ARM_STOP, timeout_sec=2)
+        started = time.monotonic()
+        after = sandbox.exec("echo once >> count.txt; echo next", timeout_sec=20)
+        assert after.exit_code == 0 and after.stdout == "next\n" and not after.timed_out
+        assert time.monotonic() - started < RELAY_GO_SEC + 5  # not the command's deadline
+    counted = sandbox.exec("wc -l < count.txt", timeout_sec=20).stdout.strip()
+    assert counted == "3", "each command ran once"
+
+
+@pytest.mark.parametrize("change", ["renice -n 19 -p $r", "taskset -p 1 $r", "chrt -i -p 0 $r",
+                                    "ionice -c 3 -p $r"])
+def test_scheduling_changed_in_the_shell_does_not_reach_the_next_command(sandbox: Any,
+                                                                          change: str) -> None:
+    probe = ("echo nice=$(ps -o ni= -p $$ | tr -d ' ') policy=$(chrt -p $$ | head -1 | "
+             "sed 's/.*: //') cpus=$(taskset -cp $$ | sed 's/.*: //') io=$(ionice -p $$)")
+    before = sandbox.exec(probe, timeout_sec=20).stdout
+    changed = sandbox.exec(FIND_RELAY + change + " >/dev/null && echo changed", timeout_sec=20)
+    assert changed.stdout == "changed\n", changed.stderr
+    assert sandbox.exec(probe, timeout_sec=20).stdout == before

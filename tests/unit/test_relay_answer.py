@@ -97,3 +97,19 @@ def test_a_request_the_shell_could_not_receive_did_not_run() -> None:
 def test_a_broken_answer_is_an_error(frames: list) -> None:
     outcome, _, _, errors = _exchange(frames)
     assert outcome == "ended" and len(errors) == 1
+
+
+@pytest.mark.parametrize("env,args,ok", [
+    ({"FOO": "1", "PATH": "/bin", "TZ": "UTC", "AGENTBENCH_EXCL_00000": "x"}, ["a"], True),
+    ({"FUNCNEST": "1"}, [], False),
+    ({"GLOBSORT": "-name"}, [], False),
+    ({"HISTFILE": "x"}, [], False),
+    ({"COMP_WORDS": "x"}, [], False),
+    ({"Foo": "1"}, [], False),
+    ({"FOO": "a\0b"}, [], False),
+    ({}, ["echo a\0b"], False),
+])
+def test_what_the_relay_takes(env: dict[str, str], args: list[str], ok: bool) -> None:
+    from pytest_agentbench.sandbox.docker.relay import relayable
+
+    assert relayable(env, args) is ok

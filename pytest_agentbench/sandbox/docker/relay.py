@@ -21,10 +21,14 @@ What makes a held shell as trustworthy as a fresh one:
   `command -p` found), so the command's process tree is a one-shot wrapper's (bash, timeout,
   the shell that reaps).
 - What a process of the same user can still do to it: signal it (it dies or stops: the host
-  sees no trailer or a deadline, reaps and starts another) and change its resource limits
-  (prlimit(2) asks no more than the same uid). Before each request the shell compares its hard
-  and soft limits with those it started with and refuses the request when they differ: the host
-  runs that request in an exec of its own, and the next one starts a new relay.
+  sees no trailer or a deadline, reaps and starts another), and change what the kernel lets the
+  same uid change in another process and what the shell passes on to later commands: its
+  resource limits (prlimit(2)), its scheduling (nice, policy, CPU affinity, I/O priority), and
+  the flags of the pipes it shares with its commands (O_NONBLOCK, O_ASYNC with a signal of the
+  command's choice, which would stop the shell as the engine reads a later answer). Before each
+  request the shell compares all of that with what it started with and refuses the request when
+  anything differs: the host runs that request in an exec of its own (fresh pipes, fresh
+  limits), and the next one starts a new relay.
 - A request whose environment names a variable the shell itself reads (IFS, BASH*, SHELLOPTS,
   the locale, ...) or any non-upper-case name goes to a one-shot exec (`relayable`).
 
@@ -40,7 +44,8 @@ on stdout, and it exits.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from pytest_agentbench.sandbox.capture import OutputBuffer
@@ -55,19 +60,26 @@ GO_MARK = b"\x1eagentbench-go:"
 # Names a request's environment may hold to go through the relay: upper case, and none the
 # shell reads for itself (a one-shot exec's bash would take them from its environment at start).
 _NAME = re.compile(r"[A-Z_][A-Z0-9_]*\Z")
+# (bash's manual, "Shell Variables", less those it only passes on: PATH, HOME, TMPDIR, TZ, ...)
 _SHELL_NAMES = frozenset({
     "IFS", "SHELLOPTS", "POSIXLY_CORRECT", "EPOCHREALTIME", "EPOCHSECONDS", "SECONDS", "RANDOM",
     "SRANDOM", "LINENO", "OPTIND", "OPTARG", "OPTERR", "PPID", "UID", "EUID", "GROUPS", "PWD",
-    "OLDPWD", "CDPATH", "GLOBIGNORE", "TMOUT", "PS4", "HOSTNAME", "HOSTTYPE", "MACHTYPE",
-    "OSTYPE", "SHLVL", "FUNCNAME", "PIPESTATUS", "DIRSTACK", "HISTCMD", "HISTFILE", "ENV",
-    "LANG", "TEXTDOMAIN", "TEXTDOMAINDIR", "FIGNORE", "EXECIGNORE", "INPUTRC", "PROMPT_COMMAND",
+    "OLDPWD", "CDPATH", "GLOBIGNORE", "GLOBSORT", "TMOUT", "PS0", "PS1", "PS2", "PS3", "PS4",
+    "HOSTNAME", "HOSTTYPE", "MACHTYPE", "OSTYPE", "SHLVL", "FUNCNAME", "FUNCNEST", "CHILD_MAX",
+    "PIPESTATUS", "DIRSTACK", "HISTCMD", "HISTFILE", "HISTSIZE", "HISTFILESIZE", "HISTCONTROL",
+    "HISTIGNORE", "HISTTIMEFORMAT", "HOSTFILE", "ENV", "LANG", "TEXTDOMAIN", "TEXTDOMAINDIR",
+    "FIGNORE", "EXECIGNORE", "INPUTRC", "PROMPT_COMMAND", "PROMPT_DIRTRIM", "TIMEFORMAT",
+    "IGNOREEOF", "MAIL", "MAILCHECK", "MAILPATH", "COLUMNS", "LINES", "REPLY", "SHELL",
+    "COPROC", "COMPREPLY", "EMACS", "INSIDE_EMACS", "FCEDIT",
 })
 
 
-def relayable(env: Mapping[str, str]) -> bool:
-    """Whether a request with this environment may go through the relay."""
-    return all(_NAME.match(k) and k not in _SHELL_NAMES and not k.startswith(("BASH", "LC_"))
-               and "\0" not in v for k, v in env.items())
+def relayable(env: Mapping[str, str], args: Iterable[str] = ()) -> bool:
+    """Whether a request with this environment and these arguments may go through the relay
+    (`read -N` would drop a NUL byte: an exec of its own refuses such an argument at once)."""
+    return all(_NAME.match(k) and k not in _SHELL_NAMES
+               and not k.startswith(("BASH", "LC_", "COMP_", "READLINE_", "HIST"))
+               and "\0" not in v for k, v in env.items()) and not any("\0" in a for a in args)
 
 
 def request_bytes(nonce: str, args: list[str], workdir: str, env: Mapping[str, str]) -> bytes:
@@ -117,8 +129,24 @@ SCRIPT = (
     "exec 3>&2 2>/dev/null\n" + policy.REAP + policy.OOM_COUNT
     + r"""fsz() { [ -z "$1" ] || ulimit -f "$1"; }
 set -m
-lim=$(ulimit -aH; ulimit -aS)
 tmo=$(command -p -v timeout) && [ -n "$tmo" ] || exit 1
+ion=$(command -p -v ionice) || ion=
+# what another process of this user can change in this shell and what it passes on: resource
+# limits, the flags of the pipes its children write to (O_NONBLOCK, O_ASYNC), scheduling
+# (priority, nice, policy, CPU affinity; I/O priority by ionice when the image has it)
+state() {
+  local k v f
+  S=
+  while IFS= read -r v; do S+=$v; done < /proc/self/limits
+  for f in 1 3; do
+    while read -r k v; do [ "$k" = flags: ] && S+=" $f:$v"; done < /proc/self/fdinfo/$f
+  done
+  read -r v < /proc/self/stat; v=${v##*) }; set -f; f=($v); set +f
+  S+=" ${f[15]} ${f[16]} ${f[37]} ${f[38]}"
+  while read -r k v; do [ "$k" = Cpus_allowed_list: ] && S+=" $v"; done < /proc/self/status
+  [ -z "$ion" ] || S+=" $("$ion" -p $$ 2>&1)"
+}
+state; S0=$S
 """ + _relay_body() + r"""while IFS= read -r h; do
   set -f; L=($h); set +f
   [ "${#L[@]}" -ge 10 ] || exit 1
@@ -128,7 +156,8 @@ tmo=$(command -p -v timeout) && [ -n "$tmo" ] || exit 1
     a+=("$v")
   done
   envs=("${a[@]:9}")
-  if [ "$(ulimit -aH; ulimit -aS)" != "$lim" ] || ! cd -- "${a[8]}"; then
+  state
+  if [ "$S" != "$S0" ] || ! cd -P -- "${a[8]}"; then
     printf '\036agentbench-refuse:%s\n' "${L[0]}"; exit 1
   fi
   printf '\036agentbench-go:%s\n' "${L[0]}"
@@ -145,6 +174,7 @@ class Relay:
         self._stream = stream
         self._frames: Iterator[tuple[int, bytes]] = stream.frames()
         self.requests = 0  # answered in full
+        self.went = threading.Event()  # the shell took this request (its GO mark came)
 
     @classmethod
     def start(cls, api: Any, container_id: str, shell: str, user: str) -> Relay | None:
@@ -161,6 +191,7 @@ class Relay:
         """A reader thread's work: send `request`, then its answer into the buffers. `outcome`
         gets "done" (both ends seen), "refused" or "unsent" (nothing ran: run it elsewhere),
         or "ended" (the shell ended while the request ran)."""
+        self.went.clear()
         try:
             self._stream.sendall(request)
         except OSError:  # the shell's stdin is gone: it ended before it could read the request
@@ -190,6 +221,7 @@ class Relay:
                     return "refused"
                 if head != GO_MARK + nonce + b"\n":
                     raise OSError(f"the relay answered another request: {head[:60]!r}")
+                self.went.set()
                 if stdout.feed(chunk, out):
                     raise OSError("the relay wrote past its end mark")
             elif stdout.feed(chunk, out):

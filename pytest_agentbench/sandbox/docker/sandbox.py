@@ -11,11 +11,8 @@ whenever the trailer is missing or the host killed the wrapper, as the engine sa
 A container that stopped while the engine answers raises SandboxExited, an unreachable engine a
 plain SandboxError. The factory that opens these is in sandbox/docker/factory.py.
 
-Under the execute-only shell the wrapper is held open (sandbox/docker/relay.py): one exec serves
-command after command, each answered as its own exec would have been; a command whose
-environment the held shell does not take, one the shell refused or could not receive, and every
-command on an image without that shell, runs in an exec of its own. AGENTBENCH_RELAY=0 turns the
-held shell off (a comparison, a suspected fault).
+Under the execute-only shell the wrapper is held open (sandbox/docker/relay.py says when a
+command runs in an exec of its own instead); AGENTBENCH_RELAY=0 turns that off.
 """
 
 from __future__ import annotations
@@ -58,6 +55,7 @@ from pytest_agentbench.sandbox.docker.shipped_mounts import ShippedMounts
 from pytest_agentbench.sandbox.port import ExecResult, SandboxError, SandboxExited, SandboxSpec
 
 HOST_GRACE_SEC = 5.0
+RELAY_GO_SEC = 3.0  # the held shell takes a request at once unless stopped (relay.py)
 LOST_OUTPUT_NOTE = ("\nagentbench: the Docker engine delivered none of this command's output (a "
                     "known engine fault); its exit status is the engine's\n")
 
@@ -133,9 +131,7 @@ class DockerSandbox(ContainerState):
         """One ContainerFiles operation: a command like any other (the lock, the wrapper)."""
         return self.exec(command, timeout_sec=timeout, env=env, full_output=True)
 
-    @property
-    def sees_host_files(self) -> bool:
-        return self.shipped is None
+    sees_host_files = property(lambda self: self.shipped is None)
 
     def attach(self, argv: list[str], *, env: Mapping[str, str] | None = None) -> DockerChannel:
         """See sandbox.port.Attaching: `argv` started by an exec of its own as the container's
@@ -161,7 +157,7 @@ class DockerSandbox(ContainerState):
         workdir = posixpath.normpath(posixpath.join(self.spec.workdir, cwd or "."))
         cap = FULL_CAPTURE_CAP if full else CAPTURE_CAP
         out, err = OutputBuffer(cap), OutputBuffer(cap)
-        relay = self._held_relay(env or {}) if held else None
+        relay = self._held_relay(env or {}, args) if held else None
         self.disk.start()
         start = time.monotonic()
         errors: list[BaseException] = []
@@ -187,7 +183,13 @@ class DockerSandbox(ContainerState):
                  + (policy.PROLOGUE_MAX_SEC + 2 if prologue else 0))
         try:
             reader.start()
-            overran, disk_hit = self._wait(reader, start + budget + grace)
+            if relay is not None and not relay.went.wait(min(RELAY_GO_SEC, budget + grace)) \
+                    and reader.is_alive():  # a stopped shell: it did not take the request
+                self._reap("the held wrapper shell did not take the command")
+                reader.join(KILL_GRACE_SEC + 1)  # "unsent", or "ended" if it took it meanwhile
+                overran, disk_hit = outcome != ["unsent"], False
+            else:
+                overran, disk_hit = self._wait(reader, start + budget + grace)
             if overran or disk_hit:
                 self._reap("it overran its deadline" if overran else "it exceeded the disk limit")
                 reader.join(KILL_GRACE_SEC + 1)
@@ -284,28 +286,25 @@ class DockerSandbox(ContainerState):
             return None
 
     def hold(self) -> None:
-        """Start the held wrapper shell now, before the first command (best effort): a sandbox
-        opened ahead of its use, as scoring's is, then runs that command without an exec."""
+        """Start the held wrapper shell before the first command (scoring's sandbox opens ahead)."""
         with self._lock, contextlib.suppress(SandboxError):
             self._check_usable()
             if not self._shell_checked:
                 self._check_shell(str(self._image["shell"]))
-            self._held_relay({})
+            self._held_relay({}, [])
 
-    def _held_relay(self, env: Mapping[str, str]) -> Relay | None:
-        """The relay for a command with this environment, started if need be; None: the command
-        runs in an exec of its own (no execute-only shell, an environment the relay does not
-        take, or relays that did not work here three times)."""
+    def _held_relay(self, env: Mapping[str, str], args: list[str]) -> Relay | None:
+        """The relay, started if need be; None: an exec of its own (no execute-only shell, a
+        request the relay does not take, or relays that did not work here three times)."""
         if not (self.relay_commands and self._private_shell and self._relay_misses < 3
-                and relayable(env)):
+                and relayable(env, args)):
             return None
         if self._relay is None:
             self._relay = Relay.start(self._api, self.container_id, self._shell, self.user)
             self._relay_misses += self._relay is None
         return self._relay
 
-    def _drop_relay(self) -> None:
-        """Close the held shell's stream (the shell ends at its stdin's end, or was killed)."""
+    def _drop_relay(self) -> None:  # the held shell ends at its stdin's end, or was killed
         if self._relay is not None:
             self._relay.close()
             self._relay = None
