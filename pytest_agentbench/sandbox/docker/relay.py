@@ -135,15 +135,15 @@ ion=$(command -p -v ionice) || ion=
 # limits, the flags of the pipes its children write to (O_NONBLOCK, O_ASYNC), scheduling
 # (priority, nice, policy, CPU affinity; I/O priority by ionice when the image has it)
 state() {
-  local k v f
-  S=
-  while IFS= read -r v; do S+=$v; done < /proc/self/limits
+  local k v f a
+  mapfile -t a < /proc/self/limits; S="${a[*]}"
   for f in 1 3; do
     while read -r k v; do [ "$k" = flags: ] && S+=" $f:$v"; done < /proc/self/fdinfo/$f
   done
   read -r v < /proc/self/stat; v=${v##*) }; set -f; f=($v); set +f
   S+=" ${f[15]} ${f[16]} ${f[37]} ${f[38]}"
-  while read -r k v; do [ "$k" = Cpus_allowed_list: ] && S+=" $v"; done < /proc/self/status
+  mapfile -t a < /proc/self/status
+  for k in "${a[@]}"; do [[ $k == Cpus_allowed_list:* ]] && S+=" $k"; done
   [ -z "$ion" ] || S+=" $("$ion" -p $$ 2>&1)"
 }
 state; S0=$S
