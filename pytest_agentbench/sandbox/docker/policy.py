@@ -155,6 +155,16 @@ if [ -n "$7" ]; then
   unset b l f
 fi
 """.replace("MAXB", str(PROLOGUE_MAX_BLOCK)).replace("PMAX", str(PROLOGUE_MAX_SEC))
+# The command started in the background (START) and waited for, with its own time in
+# microseconds on the boot clock (no wall-clock step moves it), or "-", in $m.
+TIMED = r"""  read -r m _ < /proc/uptime || m=
+  START & t=$!
+  wait "$t"; rc=$?
+  read -r u _ < /proc/uptime || u=
+  if [[ $m =~ ^[0-9]+\.[0-9]{2}$ && $u =~ ^[0-9]+\.[0-9]{2}$ ]]; then
+    m=$(( (10#${u//./} - 10#${m//./}) * 10000 ))
+  else m=-; fi
+"""
 WRAPPER = (
     "exec 3>&2 2>/dev/null\nn=$" + NONCE_VAR + "; unset " + NONCE_VAR + "\n" + REAP + OOM_COUNT
     + r"""reap
@@ -165,15 +175,7 @@ x=; [ -n "$6$7" ] && x=${!AGENTBENCH_EXCL_*} && [ -n "$x" ] && export -n $x
 if [ -z "$k" ]; then
   set -m
   [ -n "$c" ] && c=$EPOCHREALTIME$'\n'$c  # the chain starts with when the command did
-  read -r m _ < /proc/uptime || m=
-  command -p timeout -k 2 "$1" bash -c "$2" 2>&3 3>&- & t=$!
-  wait "$t"; rc=$?
-  read -r u _ < /proc/uptime || u=
-  # its own time in microseconds, on the boot clock (no wall-clock step moves it), or "-"
-  if [[ $m =~ ^[0-9]+\.[0-9]{2}$ && $u =~ ^[0-9]+\.[0-9]{2}$ ]]; then
-    m=$(( (10#${u//./} - 10#${m//./}) * 10000 ))
-  else m=-; fi
-fi
+""" + TIMED.replace("START", 'command -p timeout -k 2 "$1" bash -c "$2" 2>&3 3>&-') + r"""fi
 reap
 oomc
 """ + EPILOGUE + r"""d=$4

@@ -90,6 +90,10 @@ def request_bytes(nonce: str, args: list[str], workdir: str, env: Mapping[str, s
     return header.encode() + b"".join(fields)
 
 
+# the command's child: the file-size limit, then `timeout` itself (no shell left between them)
+START = '{ fsz "$3"; exec "$tmo" -k 2 "$1" bash -c "$2"; } 2>&3 3>&- </dev/null'
+
+
 def _relay_body() -> str:
     """WRAPPER as a function of the held shell (see the module docstring for what changed)."""
     fsz = 'fsz "$3"; '
@@ -106,14 +110,7 @@ def _relay_body() -> str:
 """ + prologue + r"""rc=0 m=0
   if [ -z "$k" ]; then
     [ -n "$c" ] && c=$EPOCHREALTIME$'\n'$c
-    read -r m _ < /proc/uptime || m=
-    { fsz "$3"; exec "$tmo" -k 2 "$1" bash -c "$2"; } 2>&3 3>&- </dev/null & t=$!
-    wait "$t"; rc=$?
-    read -r u _ < /proc/uptime || u=
-    if [[ $m =~ ^[0-9]+\.[0-9]{2}$ && $u =~ ^[0-9]+\.[0-9]{2}$ ]]; then
-      m=$(( (10#${u//./} - 10#${m//./}) * 10000 ))
-    else m=-; fi
-  fi
+""" + policy.TIMED.replace("START", START) + r"""  fi
   reap
   oomc
 """ + epilogue + r"""d=$4
