@@ -11,8 +11,8 @@ folded into a command's exec is its time inside the sandbox).
 
 Printed per mix: median, p90 and mean over the steps of the total and of its parts (tool
 execution, snapshot/diff, rest), sandbox commands and docker execs per step (a command after
-the first goes through the held wrapper shell, sandbox/docker/relay.py), the same by tool, and a
-PASS/FAIL line against the target, on the mean (a mix's steps are of different kinds, so its
+the first goes through the held wrapper shell, sandbox/docker/held_shell.py), the same by tool,
+and a PASS/FAIL line against the target, on the mean (a mix's steps are of different kinds, so its
 median is one kind's time). A slow or noisy result never fails the script; a harness error does
 (exit 1, after every mix has run and printed what it measured): an attempt that did not run to
 its `finish`, or a file-changing step without its own diff. The scripted model's `finish` is

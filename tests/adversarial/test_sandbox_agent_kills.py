@@ -85,7 +85,7 @@ def test_an_unreachable_engine_is_a_plain_sandbox_error(make_docker_sandbox: Mak
     real = sandbox._api
     sandbox._api = docker.APIClient(base_url=f"unix://{tmp_path}/no-engine.sock", timeout=5,
                                     version="1.41")
-    sandbox._drop_relay()  # a lost engine takes the held wrapper shell's connection with it
+    sandbox._drop_held()  # a lost engine takes the held wrapper shell's connection with it
     try:
         with pytest.raises(SandboxError) as caught:
             sandbox.exec("true", timeout_sec=30)

@@ -68,8 +68,8 @@ def lossy(request: Any, docker_sandboxes: Any, tmp_path: Path) -> Iterator[tuple
     with open_labelled(factory, spec) as make:
         sandbox = make()
         # one-shot execs: the fault is an exec's that ends; a held shell's stream does not end
-        # with its command (tests/docker/test_relay.py: a relay that ended before a request)
-        sandbox.relay_commands = False
+        # with its command (tests/docker/test_held_shell.py: one that ended before a request)
+        sandbox.hold_shell = False
         dropper = DropStreams(sandbox)
         sandbox._open_stream = dropper
         yield sandbox, dropper

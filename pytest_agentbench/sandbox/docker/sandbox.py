@@ -11,8 +11,8 @@ whenever the trailer is missing or the host killed the wrapper, as the engine sa
 A container that stopped while the engine answers raises SandboxExited, an unreachable engine a
 plain SandboxError. The factory that opens these is in sandbox/docker/factory.py.
 
-Under the execute-only shell the wrapper is held open (sandbox/docker/relay.py says when a
-command runs in an exec of its own instead); AGENTBENCH_RELAY=0 turns that off.
+Under the execute-only shell the wrapper is held open (sandbox/docker/held_shell.py says when a
+command runs in an exec of its own instead); AGENTBENCH_HOLD_SHELL=0 turns that off.
 """
 
 from __future__ import annotations
@@ -50,12 +50,12 @@ from pytest_agentbench.sandbox.docker.attach import DockerChannel
 from pytest_agentbench.sandbox.docker.container_files import ContainerFiles
 from pytest_agentbench.sandbox.docker.container_state import ContainerState
 from pytest_agentbench.sandbox.docker.containers import DockerErrors, failure, remove_container
-from pytest_agentbench.sandbox.docker.relay import Relay, relayable, request_bytes
+from pytest_agentbench.sandbox.docker.held_shell import HeldShell, request_bytes, takes
 from pytest_agentbench.sandbox.docker.shipped_mounts import ShippedMounts
 from pytest_agentbench.sandbox.port import ExecResult, SandboxError, SandboxExited, SandboxSpec
 
 HOST_GRACE_SEC = 5.0
-RELAY_GO_SEC = 3.0  # the held shell takes a request at once unless stopped (relay.py)
+HELD_GO_SEC = 3.0  # the held shell takes a request at once unless stopped (held_shell.py)
 LOST_OUTPUT_NOTE = ("\nagentbench: the Docker engine delivered none of this command's output (a "
                     "known engine fault); its exit status is the engine's\n")
 
@@ -102,10 +102,10 @@ class DockerSandbox(ContainerState):
         self._broken: SandboxError | None = None
         self._lock = threading.Lock()
         self.closed = False
-        # the wrapper shell held open for the next command (sandbox/docker/relay.py)
-        self.relay_commands = os.environ.get("AGENTBENCH_RELAY", "1") != "0"
-        self._relay: Relay | None = None
-        self._relay_misses = 0  # relays that could not start or refused a request
+        # the wrapper shell held open for the next command (sandbox/docker/held_shell.py)
+        self.hold_shell = os.environ.get("AGENTBENCH_HOLD_SHELL", "1") != "0"
+        self._held: HeldShell | None = None
+        self._held_misses = 0  # held shells that could not start or refused a request
 
     # -- exec ---------------------------------------------------------------------------------
     def exec(
@@ -149,7 +149,7 @@ class DockerSandbox(ContainerState):
     def _exec(self, command: str, budget: float, env: Mapping[str, str] | None,
               cwd: str | None, full: bool, collect_file: str | None = None,
               epilogue: str | None = None, prologue: str | None = None,
-              inline: bool = False, held: bool = True) -> ExecResult:
+              inline: bool = False, hold: bool = True) -> ExecResult:
         nonce = secrets.token_hex(16)
         args = [f"{budget:.3f}", command, self.disk.fsize_kib,
                 self.spec.workdir if self.disk.measures else "", collect_file or "",
@@ -157,18 +157,18 @@ class DockerSandbox(ContainerState):
         workdir = posixpath.normpath(posixpath.join(self.spec.workdir, cwd or "."))
         cap = FULL_CAPTURE_CAP if full else CAPTURE_CAP
         out, err = OutputBuffer(cap), OutputBuffer(cap)
-        relay = self._held_relay(env or {}, args) if held else None
+        held = self._held_shell(env or {}, args) if hold else None
         self.disk.start()
         start = time.monotonic()
         errors: list[BaseException] = []
-        outcome: list[str] = []  # the relay's (Relay.exchange)
+        outcome: list[str] = []  # the held shell's (HeldShell.exchange)
         stream: exec_stream.ExecStream | None = None
-        if relay is not None:
-            exec_id = relay.exec_id
-            reader = threading.Thread(target=relay.exchange, daemon=True, args=(
+        if held is not None:
+            exec_id = held.exec_id
+            reader = threading.Thread(target=held.exchange, daemon=True, args=(
                 request_bytes(nonce, args, workdir, env or {}), nonce, out, err, errors, outcome))
         else:
-            self._drop_relay()  # the wrapper's first reap would end it
+            self._drop_held()  # the wrapper's first reap would end it
             try:
                 exec_id = self._api.exec_create(
                     self.container_id, [self._shell, "-p", "-c", policy.WRAPPER, "agentbench",
@@ -183,7 +183,7 @@ class DockerSandbox(ContainerState):
                  + (policy.PROLOGUE_MAX_SEC + 2 if prologue else 0))
         try:
             reader.start()
-            if relay is not None and not relay.went.wait(min(RELAY_GO_SEC, budget + grace)) \
+            if held is not None and not held.went.wait(min(HELD_GO_SEC, budget + grace)) \
                     and reader.is_alive():  # a stopped shell: it did not take the request
                 self._reap("the held wrapper shell did not take the command")
                 reader.join(KILL_GRACE_SEC + 1)  # "unsent", or "ended" if it took it meanwhile
@@ -197,13 +197,13 @@ class DockerSandbox(ContainerState):
             if stream is not None:
                 stream.close()  # ends the reader if it still waits
             elif outcome != ["done"]:
-                self._drop_relay()  # the same
+                self._drop_held()  # the same
             if reader.ident is not None:  # started
                 reader.join(1.0)
         if outcome and outcome[0] in ("refused", "unsent") and not (overran or disk_hit):
-            self._relay_misses += 1  # nothing ran: the request goes to an exec of its own
+            self._held_misses += 1  # nothing ran: the request goes to an exec of its own
             return self._exec(command, budget, env, cwd, full, collect_file, epilogue, prologue,
-                              inline, held=False)
+                              inline, hold=False)
         if errors and not (overran or disk_hit):
             raise self._failure("lost the command's output stream", errors[0])
         elapsed = time.monotonic() - start
@@ -291,29 +291,29 @@ class DockerSandbox(ContainerState):
             self._check_usable()
             if not self._shell_checked:
                 self._check_shell(str(self._image["shell"]))
-            self._held_relay({}, [])
+            self._held_shell({}, [])
 
-    def _held_relay(self, env: Mapping[str, str], args: list[str]) -> Relay | None:
-        """The relay, started if need be; None: an exec of its own (no execute-only shell, a
-        request the relay does not take, or relays that did not work here three times)."""
-        if not (self.relay_commands and self._private_shell and self._relay_misses < 3
-                and relayable(env, args)):
+    def _held_shell(self, env: Mapping[str, str], args: list[str]) -> HeldShell | None:
+        """The held shell, started if need be; None: an exec of its own (no execute-only shell, a
+        request the held shell does not take, or held shells that did not work here three times)."""
+        if not (self.hold_shell and self._private_shell and self._held_misses < 3
+                and takes(env, args)):
             return None
-        if self._relay is None:
-            self._relay = Relay.start(self._api, self.container_id, self._shell, self.user)
-            self._relay_misses += self._relay is None
-        return self._relay
+        if self._held is None:
+            self._held = HeldShell.start(self._api, self.container_id, self._shell, self.user)
+            self._held_misses += self._held is None
+        return self._held
 
-    def _drop_relay(self) -> None:  # the held shell ends at its stdin's end, or was killed
-        if self._relay is not None:
-            self._relay.close()
-            self._relay = None
+    def _drop_held(self) -> None:  # the held shell ends at its stdin's end, or was killed
+        if self._held is not None:
+            self._held.close()
+            self._held = None
 
     def _reap(self, why: str) -> None:
         """Kill every process of the command user in the container, from a fresh exec; if that
-        fails, the sandbox is killed and SandboxExited (or SandboxError) raised. The relay, a
+        fails, the sandbox is killed and SandboxExited (or SandboxError) raised. The held shell, a
         process of that user, ends too."""
-        self._drop_relay()
+        self._drop_held()
         problem: object = "the kill command failed"
         for attempt in range(3):
             try:
@@ -374,7 +374,7 @@ class DockerSandbox(ContainerState):
         if self.closed:
             return
         self.closed = True
-        self._drop_relay()
+        self._drop_held()
         self._factory.forget(self.container_id)
         failure: SandboxError | None = None
         if self.shipped is not None and self.spec.sync_back:

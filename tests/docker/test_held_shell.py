@@ -1,9 +1,9 @@
-"""The held wrapper shell (sandbox/docker/relay.py): a command answered through it reads as the
+"""The held wrapper shell (sandbox/docker/held_shell.py): a command answered through it reads as the
 same command run in an exec of its own, and it is used only where it may be.
 
-Each case runs once through the relay and once in an exec of its own, in the same sandbox, and
+Each case runs once through the held shell and once in an exec of its own, in the same sandbox, and
 the two results must agree on the exit status, the output, the timeout and what the command
-saw; the relay must also have been used (or not) as the case says.
+saw; the held shell must also have been used (or not) as the case says.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.sandbox.docker import relay as relay_mod
+from pytest_agentbench.sandbox.docker import held_shell
 from tests.support.sandboxes import open_labelled, small_spec
 
-pytestmark = pytest.mark.xdist_group("docker-relay")
+pytestmark = pytest.mark.xdist_group("docker-held-shell")
 
 CASES: list[tuple[str, dict[str, Any]]] = [
     ("echo hi; echo err >&2; exit 3", {}),
@@ -34,11 +34,11 @@ CASES: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-def _run(sandbox: Any, command: str, relay: bool, **kw: Any) -> tuple[Any, bool]:
-    sandbox.relay_commands = relay
+def _run(sandbox: Any, command: str, hold: bool, **kw: Any) -> tuple[Any, bool]:
+    sandbox.hold_shell = hold
     kw.setdefault("timeout_sec", 20)
     result = sandbox.exec(command, **kw)
-    return result, sandbox._relay is not None
+    return result, sandbox._held is not None
 
 
 @pytest.fixture
@@ -52,55 +52,55 @@ def sandbox(docker_sandboxes: Any, tmp_path: Path) -> Any:
 
 
 @pytest.mark.parametrize("command,kw", CASES, ids=[c[:30] for c, _ in CASES])
-def test_relay_answers_as_an_exec_of_its_own(sandbox: Any, command: str,
+def test_the_held_shell_answers_as_an_exec_of_its_own(sandbox: Any, command: str,
                                              kw: dict[str, Any]) -> None:
     held, used = _run(sandbox, command, True, **kw)
-    assert used, "the command went through the relay"
+    assert used, "the command went through the held shell"
     alone, used_after = _run(sandbox, command, False, **kw)
     assert not used_after, "an exec of its own ends the held shell (its reap)"
     for field in ("exit_code", "stdout", "stderr", "timed_out", "oom_killed", "output_lost"):
         assert getattr(held, field) == getattr(alone, field), field
 
 
-def test_relay_is_reused_and_cheaper(sandbox: Any) -> None:
-    sandbox.relay_commands = True
+def test_the_held_shell_is_reused_and_cheaper(sandbox: Any) -> None:
+    sandbox.hold_shell = True
     sandbox.exec("true", timeout_sec=20)
-    first = sandbox._relay
+    first = sandbox._held
     results = [sandbox.exec(f"echo {i}", timeout_sec=20) for i in range(50)]
     assert [r.stdout for r in results] == [f"{i}\n" for i in range(50)]
-    assert sandbox._relay is first and first.requests >= 51
+    assert sandbox._held is first and first.requests >= 51
 
 
 @pytest.mark.parametrize("env", [{"IFS": "x"}, {"BASH_ENV": "/tmp/x"}, {"lower": "1"},
                                  {"LC_ALL": "C"}, {"SHELLOPTS": "xtrace"}])
 def test_an_environment_the_shell_reads_goes_to_an_exec_of_its_own(sandbox: Any,
                                                                   env: dict[str, str]) -> None:
-    assert not relay_mod.relayable(env)
-    sandbox.relay_commands = True
+    assert not held_shell.takes(env)
+    sandbox.hold_shell = True
     sandbox.exec("true", timeout_sec=20)
-    assert sandbox._relay is not None
+    assert sandbox._held is not None
     result = sandbox.exec("echo ok", timeout_sec=20, env=env)
     assert result.exit_code == 0 and result.stdout == "ok\n"
-    assert sandbox._relay is None
+    assert sandbox._held is None
 
 
-def test_no_relay_without_the_execute_only_shell(docker_sandboxes: Any, tmp_path: Path,
+def test_no_held_shell_without_the_execute_only_shell(docker_sandboxes: Any, tmp_path: Path,
                                                  plain_shell_image: str) -> None:
     with open_labelled(docker_sandboxes, small_spec(tmp_path)) as make:
         box = make(image=plain_shell_image)
         for _ in range(3):
             assert box.exec("echo x", timeout_sec=20).stdout == "x\n"
-        assert not box._private_shell and box._relay is None
+        assert not box._private_shell and box._held is None
 
 
 def test_request_bytes_count_bytes_not_characters() -> None:
-    data = relay_mod.request_bytes("n0", ["\u00e9", "", "a\nb"], "/w", {"K": "\u00e4"})
+    data = held_shell.request_bytes("n0", ["\u00e9", "", "a\nb"], "/w", {"K": "\u00e4"})
     header, _, body = data.partition(b"\n")
     assert header == b"n0 2 0 3 2 4"
     assert body == "\u00e9a\nb/wK=\u00e4".encode()
 
 
-def _relay_pid(sandbox: Any) -> int:
+def _held_pid(sandbox: Any) -> int:
     """The held shell's pid, found from outside (an exec the sandbox does not know of)."""
     api = sandbox._api
     exec_id = api.exec_create(sandbox.container_id, ["ps", "-o", "pid=,args=", "-u",
@@ -111,17 +111,17 @@ def _relay_pid(sandbox: Any) -> int:
     return pids[0]
 
 
-def test_a_relay_that_ended_between_requests_runs_nothing_twice(sandbox: Any) -> None:
+def test_a_held_shell_that_ended_between_requests_runs_nothing_twice(sandbox: Any) -> None:
     """Killed while it waited (here from outside; the pids limit or the OOM killer could):
     the next request finds no GO mark, so it ran nowhere, and goes to an exec of its own."""
-    sandbox.relay_commands = True
+    sandbox.hold_shell = True
     sandbox.exec("true", timeout_sec=20)
     api = sandbox._api
-    kill = api.exec_create(sandbox.container_id, ["kill", "-9", str(_relay_pid(sandbox))],
+    kill = api.exec_create(sandbox.container_id, ["kill", "-9", str(_held_pid(sandbox))],
                            user=sandbox.user)["Id"]
     api.exec_start(kill)
     result = sandbox.exec("echo once >> count.txt; cat count.txt", timeout_sec=20)
     assert result.exit_code == 0 and result.stdout == "once\n"
-    assert sandbox._relay_misses == 1
+    assert sandbox._held_misses == 1
     assert sandbox.exec("echo again", timeout_sec=20).stdout == "again\n"
-    assert sandbox._relay is not None, "the next command starts another relay"
+    assert sandbox._held is not None, "the next command starts another held shell"

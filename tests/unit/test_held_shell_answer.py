@@ -1,6 +1,6 @@
-"""The host's reading of a held wrapper shell's answer (sandbox/docker/relay.py, Relay): the
-marks are found wherever the engine's frames split them, nothing after a mark is taken for this
-request, and an answer that ends early says whether the request ran."""
+"""The host's reading of a held wrapper shell's answer (sandbox/docker/held_shell.py,
+HeldShell): the marks are found wherever the engine's frames split them, nothing after a mark is
+taken for this request, and an answer that ends early says whether the request ran."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from pytest_agentbench.sandbox.capture import OutputBuffer
 from pytest_agentbench.sandbox.docker import policy
 from pytest_agentbench.sandbox.docker.exec_stream import STDERR, STDOUT
-from pytest_agentbench.sandbox.docker.relay import GO_MARK, OUT_MARK, REFUSE_MARK, Relay
+from pytest_agentbench.sandbox.docker.held_shell import GO_MARK, OUT_MARK, REFUSE_MARK, HeldShell
 
 NONCE = "0123456789abcdef"
 N = NONCE.encode()
@@ -38,9 +38,9 @@ class Frames:
 
 def _exchange(frames: list[tuple[int, bytes]], **kw: bool) -> tuple[str, bytes, bytes, list]:
     stream = Frames(frames, **kw)
-    relay = Relay(stream, "exec-id")  # type: ignore[arg-type]
+    held = HeldShell(stream, "exec-id")  # type: ignore[arg-type]
     out, err, errors, outcome = OutputBuffer(1 << 20), OutputBuffer(1 << 20), [], []
-    relay.exchange(b"request", NONCE, out, err, errors, outcome)
+    held.exchange(b"request", NONCE, out, err, errors, outcome)
     return outcome[0], out.data(), err.data(), errors
 
 
@@ -109,7 +109,7 @@ def test_a_broken_answer_is_an_error(frames: list) -> None:
     ({"FOO": "a\0b"}, [], False),
     ({}, ["echo a\0b"], False),
 ])
-def test_what_the_relay_takes(env: dict[str, str], args: list[str], ok: bool) -> None:
-    from pytest_agentbench.sandbox.docker.relay import relayable
+def test_what_the_held_shell_takes(env: dict[str, str], args: list[str], ok: bool) -> None:
+    from pytest_agentbench.sandbox.docker.held_shell import takes
 
-    assert relayable(env, args) is ok
+    assert takes(env, args) is ok

@@ -1,8 +1,8 @@
 """One wrapper shell held open per sandbox: the commands after the first pay no exec.
 
 A Docker exec costs 50-65 ms of engine work (runc starts a process in the container's
-namespaces) before its command runs; a `run` step of an agent loop is mostly that. The relay is
-the command wrapper (policy.WRAPPER) run once, under the image's execute-only shell, reading one
+namespaces) before its command runs; a `run` step of an agent loop is mostly that. The held shell
+is the command wrapper (policy.WRAPPER) run once, under the image's execute-only shell, reading one
 request after another from its stdin (the exec's attached stream, sandbox/docker/exec_stream):
 each request is what a one-shot exec's argv and environment would have been, and its answer is
 what that exec's stdout and stderr would have held, the same trailer (carrying the request's
@@ -28,9 +28,9 @@ What makes a held shell as trustworthy as a fresh one:
   command's choice, which would stop the shell as the engine reads a later answer). Before each
   request the shell compares all of that with what it started with and refuses the request when
   anything differs: the host runs that request in an exec of its own (fresh pipes, fresh
-  limits), and the next one starts a new relay.
+  limits), and the next one starts a new held shell.
 - A request whose environment names a variable the shell itself reads (IFS, BASH*, SHELLOPTS,
-  the locale, ...) or any non-upper-case name goes to a one-shot exec (`relayable`).
+  the locale, ...) or any non-upper-case name goes to a one-shot exec (`takes`).
 
 The host sends a header line (the nonce, the byte length of each of the wrapper's 8 arguments,
 of the working directory and of each `NAME=value` of the environment) and then those bytes; the
@@ -57,7 +57,7 @@ from pytest_agentbench.sandbox.docker.exec_stream import STDOUT, ExecStream
 OUT_MARK = b"\n\x1eagentbench-out:"
 REFUSE_MARK = b"\x1eagentbench-refuse:"
 GO_MARK = b"\x1eagentbench-go:"
-# Names a request's environment may hold to go through the relay: upper case, and none the
+# Names a request's environment may hold to go through the held shell: upper case, and none the
 # shell reads for itself (a one-shot exec's bash would take them from its environment at start).
 _NAME = re.compile(r"[A-Z_][A-Z0-9_]*\Z")
 # (bash's manual, "Shell Variables", less those it only passes on: PATH, HOME, TMPDIR, TZ, ...)
@@ -74,8 +74,8 @@ _SHELL_NAMES = frozenset({
 })
 
 
-def relayable(env: Mapping[str, str], args: Iterable[str] = ()) -> bool:
-    """Whether a request with this environment and these arguments may go through the relay
+def takes(env: Mapping[str, str], args: Iterable[str] = ()) -> bool:
+    """Whether a request with this environment and these arguments may go through the held shell
     (`read -N` would drop a NUL byte: an exec of its own refuses such an argument at once)."""
     return all(_NAME.match(k) and k not in _SHELL_NAMES
                and not k.startswith(("BASH", "LC_", "COMP_", "READLINE_", "HIST"))
@@ -94,7 +94,7 @@ def request_bytes(nonce: str, args: list[str], workdir: str, env: Mapping[str, s
 START = '{ fsz "$3"; exec "$tmo" -k 2 "$1" bash -c "$2"; } 2>&3 3>&- </dev/null'
 
 
-def _relay_body() -> str:
+def _request_function() -> str:
     """WRAPPER as a function of the held shell (see the module docstring for what changed)."""
     fsz = 'fsz "$3"; '
     prologue = policy.PROLOGUE.replace("b=$(if ", "b=$(" + fsz + "if ", 1)
@@ -144,7 +144,7 @@ state() {
   [ -z "$ion" ] || S+=" $("$ion" -p $$ 2>&1)"
 }
 state; S0=$S
-""" + _relay_body() + r"""while IFS= read -r h; do
+""" + _request_function() + r"""while IFS= read -r h; do
   set -f; L=($h); set +f
   [ "${#L[@]}" -ge 10 ] || exit 1
   a=()
@@ -163,7 +163,7 @@ done
 """)
 
 
-class Relay:
+class HeldShell:
     """The held shell's exec: its stream, and one request's answer read at a time."""
 
     def __init__(self, stream: ExecStream, exec_id: str) -> None:
@@ -174,7 +174,7 @@ class Relay:
         self.went = threading.Event()  # the shell took this request (its GO mark came)
 
     @classmethod
-    def start(cls, api: Any, container_id: str, shell: str, user: str) -> Relay | None:
+    def start(cls, api: Any, container_id: str, shell: str, user: str) -> HeldShell | None:
         """The held shell started in the container as `user`; None when the engine refused."""
         try:
             exec_id = api.exec_create(container_id, [shell, "-p", "-c", SCRIPT, "agentbench"],
@@ -208,7 +208,7 @@ class Relay:
         for kind, chunk in self._frames:
             if kind != STDOUT:
                 if stderr.feed(chunk, err):
-                    raise OSError("the relay wrote past its trailer")
+                    raise OSError("the held shell wrote past its trailer")
             elif len(head) < head_len:
                 head += chunk
                 if len(head) < head_len:
@@ -217,12 +217,12 @@ class Relay:
                 if head.startswith(REFUSE_MARK):
                     return "refused"
                 if head != GO_MARK + nonce + b"\n":
-                    raise OSError(f"the relay answered another request: {head[:60]!r}")
+                    raise OSError(f"the held shell answered another request: {head[:60]!r}")
                 self.went.set()
                 if stdout.feed(chunk, out):
-                    raise OSError("the relay wrote past its end mark")
+                    raise OSError("the held shell wrote past its end mark")
             elif stdout.feed(chunk, out):
-                raise OSError("the relay wrote past its end mark")
+                raise OSError("the held shell wrote past its end mark")
             if stdout.done and stderr.done:
                 self.requests += 1
                 return "done"

@@ -1,4 +1,4 @@
-"""Red team of the held wrapper shell (sandbox/docker/relay.py): what a hostile command, of the
+"""Red team of the held wrapper shell (sandbox/docker/held_shell.py): what a hostile command, of the
 same user as the shell that started it and answers for it, can do to that shell and to the next
 command's answer.
 
@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.sandbox.docker.sandbox import RELAY_GO_SEC
+from pytest_agentbench.sandbox.docker.sandbox import HELD_GO_SEC
 from tests.support.sandboxes import open_labelled, small_spec
 
-pytestmark = pytest.mark.xdist_group("docker-relay")
+pytestmark = pytest.mark.xdist_group("docker-held-shell")
 
 # the shell that answers for this command: the one ancestor whose arguments hold its script
-FIND_RELAY = ("r=; p=$PPID; while [ \"$p\" -gt 1 ]; do "
+FIND_HELD = ("r=; p=$PPID; while [ \"$p\" -gt 1 ]; do "
               "case \"$(tr '\\0' ' ' < /proc/$p/cmdline)\" in *agentbench-go*) r=$p;; esac; "
               "p=$(ps -o ppid= -p \"$p\" | tr -d ' '); done; [ -n \"$r\" ] || exit 99\n")
 
@@ -34,46 +34,46 @@ def sandbox(docker_sandboxes: Any, tmp_path: Path) -> Any:
     with open_labelled(docker_sandboxes, small_spec(tmp_path)) as make:
         box = make()
         assert box.exec("true", timeout_sec=20).exit_code == 0
-        assert box._private_shell and box._relay is not None
+        assert box._private_shell and box._held is not None
         yield box
 
 
-def test_the_command_finds_its_relay(sandbox: Any) -> None:
-    result = sandbox.exec(FIND_RELAY + "echo found", timeout_sec=20)
+def test_the_command_finds_its_held_shell(sandbox: Any) -> None:
+    result = sandbox.exec(FIND_HELD + "echo found", timeout_sec=20)
     assert result.exit_code == 0 and result.stdout == "found\n", result.stderr
 
 
 @pytest.mark.parametrize("path", ["environ", "mem", "fd/0", "fd/1", "fd/3", "stack", "maps"])
-def test_the_relay_s_proc_files_are_closed_to_the_command(sandbox: Any, path: str) -> None:
-    result = sandbox.exec(FIND_RELAY + f"head -c 64 /proc/$r/{path} | od -c | head -3; "
+def test_the_held_shell_s_proc_files_are_closed_to_the_command(sandbox: Any, path: str) -> None:
+    result = sandbox.exec(FIND_HELD + f"head -c 64 /proc/$r/{path} | od -c | head -3; "
                           "echo rc=${PIPESTATUS[0]}", timeout_sec=20)
     assert "rc=0" not in result.stdout and "rc=1" in result.stdout, result.stdout
 
 
-def test_lowered_limits_make_the_relay_refuse_the_next_request(sandbox: Any) -> None:
-    first = sandbox._relay
+def test_lowered_limits_make_the_held_shell_refuse_the_next_request(sandbox: Any) -> None:
+    first = sandbox._held
     nofile = sandbox.exec("ulimit -n", timeout_sec=20).stdout.strip()
     assert nofile.isdigit() and int(nofile) > 64
-    lowered = sandbox.exec(FIND_RELAY + "prlimit --pid $r --nofile=64:64 --fsize=8:8 && "
+    lowered = sandbox.exec(FIND_HELD + "prlimit --pid $r --nofile=64:64 --fsize=8:8 && "
                            "echo lowered", timeout_sec=20)
     assert lowered.stdout == "lowered\n", lowered.stderr
     after = sandbox.exec("head -c 20000 /dev/zero > big.bin; stat -c %s big.bin; ulimit -n",
                          timeout_sec=20)
     assert after.exit_code == 0 and after.stdout.split() == ["20000", nofile], after
-    assert sandbox._relay_misses == 1 and sandbox._relay is None  # it ran on its own
-    again = sandbox.exec(FIND_RELAY + "prlimit --pid $r --nofile --fsize --noheadings -o SOFT",
+    assert sandbox._held_misses == 1 and sandbox._held is None  # it ran on its own
+    again = sandbox.exec(FIND_HELD + "prlimit --pid $r --nofile --fsize --noheadings -o SOFT",
                          timeout_sec=20)
-    assert sandbox._relay is not None and sandbox._relay is not first
+    assert sandbox._held is not None and sandbox._held is not first
     assert again.stdout.split() == [nofile, "unlimited"], again
 
 
-def test_a_stopped_relay_is_a_command_the_host_stops(sandbox: Any) -> None:
-    result = sandbox.exec(FIND_RELAY + "kill -STOP $r; echo stopped", timeout_sec=1)
-    assert result.timed_out and sandbox._relay is None
+def test_a_stopped_held_shell_is_a_command_the_host_stops(sandbox: Any) -> None:
+    result = sandbox.exec(FIND_HELD + "kill -STOP $r; echo stopped", timeout_sec=1)
+    assert result.timed_out and sandbox._held is None
     assert sandbox.exec("echo next", timeout_sec=20).stdout == "next\n"
 
 
-def test_a_killed_relay_reads_as_a_killed_wrapper(sandbox: Any) -> None:
+def test_a_killed_held_shell_reads_as_a_killed_wrapper(sandbox: Any) -> None:
     result = sandbox.exec("echo before; kill -9 -1", timeout_sec=20)
     assert result.exit_code == 137 and not result.timed_out and not result.output_lost
     assert sandbox.exec("echo next", timeout_sec=20).stdout == "next\n"
@@ -86,7 +86,7 @@ def test_nothing_a_command_leaves_writes_into_the_next_answer(sandbox: Any) -> N
     assert planted.stdout == "planted\n"
     nxt = sandbox.exec("sleep 0.8; echo next", timeout_sec=20)
     assert nxt.stdout == "next\n" and "LATE" not in nxt.stderr
-    assert sandbox._relay is not None and sandbox._relay_misses == 0
+    assert sandbox._held is not None and sandbox._held_misses == 0
 
 
 def test_a_forged_end_does_not_end_the_answer(sandbox: Any) -> None:
@@ -99,13 +99,13 @@ def test_a_forged_end_does_not_end_the_answer(sandbox: Any) -> None:
     assert sandbox.exec("echo next", timeout_sec=20).stdout == "next\n"
 
 
-# Found by the red team of the relay, each failed before its fix (relay.py `state`, the host's
-# RELAY_GO_SEC): what a command leaves on the pipes it shares with the shell, or on the shell's
-# scheduling, outlived it and reached later commands, the final diff among them.
+# Found by the red team of the held shell, each failed before its fix (held_shell.py `state`,
+# the host's HELD_GO_SEC): what a command leaves on the pipes it shares with the shell, or on
+# the shell's scheduling, outlived it and reached later commands, the final diff among them.
 NONBLOCK = ("python3 -c 'import fcntl, os\nfor fd in (1, 2):\n"
             "    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)'"
             "; echo set")
-ARM_STOP = FIND_RELAY + ("python3 - \"$r\" <<'PY'\nimport fcntl, os, signal, sys\n"
+ARM_STOP = FIND_HELD + ("python3 - \"$r\" <<'PY'\nimport fcntl, os, signal, sys\n"
                          "fcntl.fcntl(1, fcntl.F_SETOWN, int(sys.argv[1]))\n"
                          "fcntl.fcntl(1, 10, signal.SIGSTOP)  # F_SETSIG\n"
                          "fcntl.fcntl(1, fcntl.F_SETFL, fcntl.fcntl(1, fcntl.F_GETFL) | os.O_ASYNC)"
@@ -120,20 +120,20 @@ def test_non_blocking_pipes_left_by_a_command_do_not_reach_the_next(sandbox: Any
     big = sandbox.exec("head -c 3000000 /dev/zero | tr '\\0' x; echo \"rc=${PIPESTATUS[1]}\" >&2",
                        timeout_sec=30)
     assert "write error" not in big.stderr and "rc=0" in big.stderr, big.stderr[-300:]
-    assert sandbox._relay_misses == 1
+    assert sandbox._held_misses == 1
 
 
 def test_a_stop_armed_on_the_shared_pipe_does_not_time_the_next_command_out(
         sandbox: Any) -> None:
     """O_ASYNC with SIGSTOP and the shell as owner: the shell stops as the engine reads its
     answer, after it. The next command ran nowhere and read as timed out; now the host sees no
-    GO mark within RELAY_GO_SEC, reaps, and runs it in an exec of its own."""
+    GO mark within HELD_GO_SEC, reaps, and runs it in an exec of its own."""
     for _ in range(3):
         sandbox.exec(ARM_STOP, timeout_sec=2)
         started = time.monotonic()
         after = sandbox.exec("echo once >> count.txt; echo next", timeout_sec=20)
         assert after.exit_code == 0 and after.stdout == "next\n" and not after.timed_out
-        assert time.monotonic() - started < RELAY_GO_SEC + 5  # not the command's deadline
+        assert time.monotonic() - started < HELD_GO_SEC + 5  # not the command's deadline
     counted = sandbox.exec("wc -l < count.txt", timeout_sec=20).stdout.strip()
     assert counted == "3", "each command ran once"
 
@@ -145,6 +145,6 @@ def test_scheduling_changed_in_the_shell_does_not_reach_the_next_command(sandbox
     probe = ("echo nice=$(ps -o ni= -p $$ | tr -d ' ') policy=$(chrt -p $$ | head -1 | "
              "sed 's/.*: //') cpus=$(taskset -cp $$ | sed 's/.*: //') io=$(ionice -p $$)")
     before = sandbox.exec(probe, timeout_sec=20).stdout
-    changed = sandbox.exec(FIND_RELAY + change + " >/dev/null && echo changed", timeout_sec=20)
+    changed = sandbox.exec(FIND_HELD + change + " >/dev/null && echo changed", timeout_sec=20)
     assert changed.stdout == "changed\n", changed.stderr
     assert sandbox.exec(probe, timeout_sec=20).stdout == before
