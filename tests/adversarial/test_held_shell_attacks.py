@@ -120,7 +120,10 @@ def test_non_blocking_pipes_left_by_a_command_do_not_reach_the_next(sandbox: Any
     big = sandbox.exec("head -c 3000000 /dev/zero | tr '\\0' x; echo \"rc=${PIPESTATUS[1]}\" >&2",
                        timeout_sec=30)
     assert "write error" not in big.stderr and "rc=0" in big.stderr, big.stderr[-300:]
-    assert sandbox._held_misses == 1
+    # the command's stdout and stderr were open file descriptions of its own (the shell's own,
+    # which write its end marks, kept their flags: nothing refused; the cold review found the
+    # shell's OUT mark lost when a command left them non-blocking on a full pipe)
+    assert sandbox._held_misses == 0
 
 
 def test_a_stop_armed_on_the_shared_pipe_does_not_time_the_next_command_out(

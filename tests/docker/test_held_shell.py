@@ -8,6 +8,7 @@ saw; the held shell must also have been used (or not) as the case says.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("ulimit -f; ulimit -n; umask", {}),
     ("env | grep -c -e NONCE -e AGENTBENCH_ -e '^L=' -e '^envs=' || true", {}),
     ("sleep 100 & echo started", {}),
+    ("cd / && cd - >/dev/null; pwd; echo \"${OLDPWD-none}\"", {"cwd": "sub"}),
     ("ps -o comm= -u \"$(id -u)\" | grep -c -e '^sleep' || true", {}),
     ("trap '' TERM HUP; echo $'\\036agentbench-out:0123\\n'; exit 1", {}),
 ]
@@ -125,3 +127,22 @@ def test_a_held_shell_that_ended_between_requests_runs_nothing_twice(sandbox: An
     assert sandbox._held_misses == 1
     assert sandbox.exec("echo again", timeout_sec=20).stdout == "again\n"
     assert sandbox._held is not None, "the next command starts another held shell"
+
+
+def test_a_held_shell_stopped_between_requests_costs_seconds_not_the_command(sandbox: Any) -> None:
+    """Stopped while it waited (from outside here): it takes no request, so after HELD_GO_SEC
+    the host reaps it, reads its stream to the end (no GO mark: the request ran nowhere) and
+    runs the command in an exec of its own, once, instead of waiting out its deadline."""
+    from pytest_agentbench.sandbox.docker.sandbox import HELD_GO_SEC
+
+    sandbox.hold_shell = True
+    sandbox.exec("true", timeout_sec=20)
+    api = sandbox._api
+    stop = api.exec_create(sandbox.container_id, ["kill", "-STOP", str(_held_pid(sandbox))],
+                           user=sandbox.user)["Id"]
+    api.exec_start(stop)
+    started = time.monotonic()
+    result = sandbox.exec("echo once >> stopped.txt; cat stopped.txt", timeout_sec=20)
+    assert result.exit_code == 0 and result.stdout == "once\n" and not result.timed_out
+    assert HELD_GO_SEC <= time.monotonic() - started < HELD_GO_SEC + 5
+    assert sandbox.exec("echo again", timeout_sec=20).stdout == "again\n"

@@ -76,7 +76,7 @@ def test_a_trailer_for_another_nonce_does_not_end_the_answer() -> None:
 
 @pytest.mark.parametrize("frames,expected", [
     ([], "unsent"),
-    ([(STDOUT, GO_MARK[:5])], "unsent"),
+    ([(STDOUT, GO_MARK[:5])], "ended"),  # a part of a GO mark: it may have run
     ([(STDOUT, REFUSE_MARK + N + b"\n")], "refused"),
     ([(STDOUT, GO_MARK + N + b"\npartial")], "ended"),
 ])
@@ -108,6 +108,8 @@ def test_a_broken_answer_is_an_error(frames: list) -> None:
     ({"Foo": "1"}, [], False),
     ({"FOO": "a\0b"}, [], False),
     ({}, ["echo a\0b"], False),
+    ({}, ["echo \udc80"], False),  # a lone surrogate, as a model's JSON can hold
+    ({"FOO": "\udc80"}, [], False),
 ])
 def test_what_the_held_shell_takes(env: dict[str, str], args: list[str], ok: bool) -> None:
     from pytest_agentbench.sandbox.docker.held_shell import takes

@@ -77,9 +77,19 @@ _SHELL_NAMES = frozenset({
 def takes(env: Mapping[str, str], args: Iterable[str] = ()) -> bool:
     """Whether a request with this environment and these arguments may go through the held shell
     (`read -N` would drop a NUL byte: an exec of its own refuses such an argument at once)."""
-    return all(_NAME.match(k) and k not in _SHELL_NAMES
-               and not k.startswith(("BASH", "LC_", "COMP_", "READLINE_", "HIST"))
-               and "\0" not in v for k, v in env.items()) and not any("\0" in a for a in args)
+    names = all(_NAME.match(k) and k not in _SHELL_NAMES
+                and not k.startswith(("BASH", "LC_", "COMP_", "READLINE_", "HIST")) for k in env)
+    return names and all(_bytes_ok(v) for v in (*env.values(), *args))
+
+
+def _bytes_ok(text: str) -> bool:
+    """No NUL, and UTF-8 (a lone surrogate from a model's JSON: an exec of its own has the
+    engine put U+FFFD in its place)."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return "\0" not in text
 
 
 def request_bytes(nonce: str, args: list[str], workdir: str, env: Mapping[str, str]) -> bytes:
@@ -90,8 +100,12 @@ def request_bytes(nonce: str, args: list[str], workdir: str, env: Mapping[str, s
     return header.encode() + b"".join(fields)
 
 
-# the command's child: the file-size limit, then `timeout` itself (no shell left between them)
-START = '{ fsz "$3"; exec "$tmo" -k 2 "$1" bash -c "$2"; } 2>&3 3>&- </dev/null'
+# The command's child: the file-size limit; stdout and stderr opened anew on the shell's pipes
+# (/proc/self/fd: open file descriptions of the command's own, so the flags it sets on them,
+# O_NONBLOCK or O_ASYNC, are not the shell's and are gone with it); then `timeout` itself (no
+# shell left between them).
+START = ('{ fsz "$3"; exec 1>/proc/self/fd/1 2>/proc/self/fd/3 3>&- || exit 125; '
+         'exec "$tmo" -k 2 "$1" bash -c "$2"; } </dev/null')
 
 
 def _request_function() -> str:
@@ -144,12 +158,12 @@ state() {
   [ -z "$ion" ] || S+=" $("$ion" -p $$ 2>&1)"
 }
 state; S0=$S
-""" + _request_function() + r"""while IFS= read -r h; do
+""" + _request_function() + r"""while TMOUT=0 IFS= read -r h; do
   set -f; L=($h); set +f
   [ "${#L[@]}" -ge 10 ] || exit 1
   a=()
   for ((i = 1; i < ${#L[@]}; i++)); do
-    [[ ${L[i]} =~ ^[0-9]+$ ]] && LC_ALL=C IFS= read -r -N "${L[i]}" v || exit 1
+    [[ ${L[i]} =~ ^[0-9]+$ ]] && LC_ALL=C TMOUT=0 IFS= read -r -N "${L[i]}" v || exit 1
     a+=("$v")
   done
   envs=("${a[@]:9}")
@@ -157,6 +171,7 @@ state; S0=$S
   if [ "$S" != "$S0" ] || ! cd -P -- "${a[8]}"; then
     printf '\036agentbench-refuse:%s\n' "${L[0]}"; exit 1
   fi
+  unset OLDPWD
   printf '\036agentbench-go:%s\n' "${L[0]}"
   request "${a[@]:0:8}" "${L[0]}"
 done
@@ -171,7 +186,8 @@ class HeldShell:
         self._stream = stream
         self._frames: Iterator[tuple[int, bytes]] = stream.frames()
         self.requests = 0  # answered in full
-        self.went = threading.Event()  # the shell took this request (its GO mark came)
+        # the shell took the request (its GO mark came); cleared by the caller before it sends
+        self.went = threading.Event()
 
     @classmethod
     def start(cls, api: Any, container_id: str, shell: str, user: str) -> HeldShell | None:
@@ -188,7 +204,6 @@ class HeldShell:
         """A reader thread's work: send `request`, then its answer into the buffers. `outcome`
         gets "done" (both ends seen), "refused" or "unsent" (nothing ran: run it elsewhere),
         or "ended" (the shell ended while the request ran)."""
-        self.went.clear()
         try:
             self._stream.sendall(request)
         except OSError:  # the shell's stdin is gone: it ended before it could read the request
@@ -228,9 +243,10 @@ class HeldShell:
                 return "done"
         stdout.flush(out)
         stderr.flush(err)
-        if len(head) < head_len:
-            return "refused" if head.startswith(REFUSE_MARK) else "unsent"
-        return "ended"
+        if not head:
+            return "unsent"
+        # a part of a GO mark: the shell took the request
+        return "refused" if head.startswith(REFUSE_MARK) else "ended"
 
     def close(self) -> None:
         self._stream.close()

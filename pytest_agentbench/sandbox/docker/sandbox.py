@@ -49,10 +49,10 @@ from pytest_agentbench.sandbox.disk import DiskGuard
 from pytest_agentbench.sandbox.docker.attach import DockerChannel
 from pytest_agentbench.sandbox.docker.container_files import ContainerFiles
 from pytest_agentbench.sandbox.docker.container_state import ContainerState
-from pytest_agentbench.sandbox.docker.containers import DockerErrors, failure, remove_container
+from pytest_agentbench.sandbox.docker.containers import DockerErrors, remove_container
 from pytest_agentbench.sandbox.docker.held_shell import HeldShell, request_bytes, takes
 from pytest_agentbench.sandbox.docker.shipped_mounts import ShippedMounts
-from pytest_agentbench.sandbox.port import ExecResult, SandboxError, SandboxExited, SandboxSpec
+from pytest_agentbench.sandbox.port import ExecResult, SandboxError, SandboxSpec
 
 HOST_GRACE_SEC = 5.0
 HELD_GO_SEC = 3.0  # the held shell takes a request at once unless stopped (held_shell.py)
@@ -165,6 +165,7 @@ class DockerSandbox(ContainerState):
         stream: exec_stream.ExecStream | None = None
         if held is not None:
             exec_id = held.exec_id
+            held.went.clear()
             reader = threading.Thread(target=held.exchange, daemon=True, args=(
                 request_bytes(nonce, args, workdir, env or {}), nonce, out, err, errors, outcome))
         else:
@@ -185,9 +186,10 @@ class DockerSandbox(ContainerState):
             reader.start()
             if held is not None and not held.went.wait(min(HELD_GO_SEC, budget + grace)) \
                     and reader.is_alive():  # a stopped shell: it did not take the request
-                self._reap("the held wrapper shell did not take the command")
-                reader.join(KILL_GRACE_SEC + 1)  # "unsent", or "ended" if it took it meanwhile
-                overran, disk_hit = outcome != ["unsent"], False
+                # killed first, its stream read to the end: it may have taken it meanwhile
+                self._reap("the held wrapper shell did not take the command", keep_held=True)
+                reader.join(KILL_GRACE_SEC + 1)
+                overran, disk_hit = outcome not in (["unsent"], ["refused"]), False
             else:
                 overran, disk_hit = self._wait(reader, start + budget + grace)
             if overran or disk_hit:
@@ -305,39 +307,20 @@ class DockerSandbox(ContainerState):
         return self._held
 
     def _drop_held(self) -> None:  # the held shell ends at its stdin's end, or was killed
-        if self._held is not None:
-            self._held.close()
-            self._held = None
+        held, self._held = self._held, None
+        if held is not None:
+            held.close()
 
-    def _reap(self, why: str) -> None:
+    def _reap(self, why: str, keep_held: bool = False) -> None:
         """Kill every process of the command user in the container, from a fresh exec; if that
         fails, the sandbox is killed and SandboxExited (or SandboxError) raised. The held shell, a
-        process of that user, ends too."""
-        self._drop_held()
-        problem: object = "the kill command failed"
-        for attempt in range(3):
-            try:
-                kill_id = self._api.exec_create(self.container_id,
-                                                [self._shell, "-p", "-c", policy.KILL_SCRIPT],
-                                                user=self.user)["Id"]
-                exec_stream.output(self._api, kill_id)
-                if exec_stream.exit_code(self._api, kill_id) == 0:
-                    return
-            except DockerErrors as exc:
-                problem = exc
-            state = self._state()
-            if state is None:
-                raise failure(self._api, f"cannot stop a command ({why}): {problem} (the "
-                              "container is gone)")
-            if not state.get("Running"):
-                raise self._exited(f"stopping a command ({why})", state)
-            time.sleep(0.1 * (attempt + 1))  # e.g. the pids limit: a process may exit meanwhile
-        with contextlib.suppress(*DockerErrors):
-            self._api.kill(self.container_id)
-        self._broken = SandboxExited(
-            f"a command ({why}) could not be stopped ({problem}); the harness killed the "
-            "sandbox", exit_code=None, status="killed by the harness")
-        raise self._broken
+        process of that user, ends too; its stream is closed after (`keep_held`: left to end)."""
+        try:
+            self._kill_user(why)
+        finally:
+            if not keep_held:
+                self._drop_held()
+
 
     # -- facts and lifecycle --------------------------------------------------------------------
     def facts(self) -> dict[str, Any]:
