@@ -128,9 +128,10 @@ def test_non_blocking_pipes_left_by_a_command_do_not_reach_the_next(sandbox: Any
 
 def test_a_stop_armed_on_the_shared_pipe_does_not_time_the_next_command_out(
         sandbox: Any) -> None:
-    """O_ASYNC with SIGSTOP and the shell as owner: the shell stops as the engine reads its
-    answer, after it. The next command ran nowhere and read as timed out; now the host sees no
-    GO mark within HELD_GO_SEC, reaps, and runs it in an exec of its own."""
+    """O_ASYNC with SIGSTOP and the shell as owner: the shell stopped as the engine read its
+    answer, after it, and the next command ran nowhere and read as timed out. Now the command's
+    stdout is a file description of its own, whose O_ASYNC registration ends with it (and a
+    shell stopped anyway is woken after HELD_GO_SEC)."""
     for _ in range(3):
         sandbox.exec(ARM_STOP, timeout_sec=2)
         started = time.monotonic()

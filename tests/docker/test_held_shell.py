@@ -131,8 +131,9 @@ def test_a_held_shell_that_ended_between_requests_runs_nothing_twice(sandbox: An
 
 def test_a_held_shell_stopped_between_requests_costs_seconds_not_the_command(sandbox: Any) -> None:
     """Stopped while it waited (from outside here): it takes no request, so after HELD_GO_SEC
-    the host reaps it, reads its stream to the end (no GO mark: the request ran nowhere) and
-    runs the command in an exec of its own, once, instead of waiting out its deadline."""
+    the host sends the command user's processes SIGCONT (between two commands nothing else of
+    that user runs) and the shell goes on: the command runs once, without waiting out its
+    deadline, and nothing is killed (under load a slow GO mark is no reason to kill)."""
     from pytest_agentbench.sandbox.docker.sandbox import HELD_GO_SEC
 
     sandbox.hold_shell = True

@@ -185,13 +185,9 @@ class DockerSandbox(ContainerState):
         try:
             reader.start()
             if held is not None and not held.went.wait(min(HELD_GO_SEC, budget + grace)) \
-                    and reader.is_alive():  # a stopped shell: it did not take the request
-                # killed first, its stream read to the end: it may have taken it meanwhile
-                self._reap("the held wrapper shell did not take the command", keep_held=True)
-                reader.join(KILL_GRACE_SEC + 1)
-                overran, disk_hit = outcome not in (["unsent"], ["refused"]), False
-            else:
-                overran, disk_hit = self._wait(reader, start + budget + grace)
+                    and reader.is_alive():  # not taken yet: a stopped shell goes on (SIGCONT)
+                one_shot.wake_user(self._api, self.container_id, self._shell, self.user)
+            overran, disk_hit = self._wait(reader, start + budget + grace)
             if overran or disk_hit:
                 self._reap("it overran its deadline" if overran else "it exceeded the disk limit")
                 reader.join(KILL_GRACE_SEC + 1)
@@ -311,15 +307,14 @@ class DockerSandbox(ContainerState):
         if held is not None:
             held.close()
 
-    def _reap(self, why: str, keep_held: bool = False) -> None:
+    def _reap(self, why: str) -> None:
         """Kill every process of the command user in the container, from a fresh exec; if that
         fails, the sandbox is killed and SandboxExited (or SandboxError) raised. The held shell, a
-        process of that user, ends too; its stream is closed after (`keep_held`: left to end)."""
+        process of that user, ends too; its stream is closed after the kill."""
         try:
             self._kill_user(why)
         finally:
-            if not keep_held:
-                self._drop_held()
+            self._drop_held()
 
 
     # -- facts and lifecycle --------------------------------------------------------------------
