@@ -113,15 +113,21 @@ def _held_pid(sandbox: Any) -> int:
     return pids[0]
 
 
-def test_a_held_shell_that_ended_between_requests_runs_nothing_twice(sandbox: Any) -> None:
-    """Killed while it waited (here from outside; the pids limit or the OOM killer could):
-    the next request finds no GO mark, so it ran nowhere, and goes to an exec of its own."""
+def _signal_held_shell(sandbox: Any, signal: str) -> None:
+    """A held shell started and idle, then `kill <signal>` to it from an exec the sandbox does
+    not know of (as the pids limit, the OOM killer or a stray signal would come)."""
     sandbox.hold_shell = True
     sandbox.exec("true", timeout_sec=20)
     api = sandbox._api
-    kill = api.exec_create(sandbox.container_id, ["kill", "-9", str(_held_pid(sandbox))],
-                           user=sandbox.user)["Id"]
-    api.exec_start(kill)
+    exec_id = api.exec_create(sandbox.container_id, ["kill", signal, str(_held_pid(sandbox))],
+                              user=sandbox.user)["Id"]
+    api.exec_start(exec_id)
+
+
+def test_a_held_shell_that_ended_between_requests_runs_nothing_twice(sandbox: Any) -> None:
+    """Killed while it waited (here from outside; the pids limit or the OOM killer could):
+    the next request finds no GO mark, so it ran nowhere, and goes to an exec of its own."""
+    _signal_held_shell(sandbox, "-9")
     result = sandbox.exec("echo once >> count.txt; cat count.txt", timeout_sec=20)
     assert result.exit_code == 0 and result.stdout == "once\n"
     assert sandbox._held_misses == 1
@@ -136,12 +142,7 @@ def test_a_held_shell_stopped_between_requests_costs_seconds_not_the_command(san
     deadline, and nothing is killed (under load a slow GO mark is no reason to kill)."""
     from pytest_agentbench.sandbox.docker.sandbox import HELD_GO_SEC
 
-    sandbox.hold_shell = True
-    sandbox.exec("true", timeout_sec=20)
-    api = sandbox._api
-    stop = api.exec_create(sandbox.container_id, ["kill", "-STOP", str(_held_pid(sandbox))],
-                           user=sandbox.user)["Id"]
-    api.exec_start(stop)
+    _signal_held_shell(sandbox, "-STOP")
     started = time.monotonic()
     result = sandbox.exec("echo once >> stopped.txt; cat stopped.txt", timeout_sec=20)
     assert result.exit_code == 0 and result.stdout == "once\n" and not result.timed_out
