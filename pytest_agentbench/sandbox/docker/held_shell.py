@@ -20,15 +20,18 @@ What makes a held shell as trustworthy as a fresh one:
   be raised again): the command's child sets it and then becomes `timeout` (exec, by the path
   `command -p` found), so the command's process tree is a one-shot wrapper's (bash, timeout,
   the shell that reaps).
-- What a process of the same user can still do to it: signal it (it dies or stops: the host
-  sees no trailer or a deadline, reaps and starts another), and change what the kernel lets the
-  same uid change in another process and what the shell passes on to later commands: its
-  resource limits (prlimit(2)), its scheduling (nice, policy, CPU affinity, I/O priority), and
-  the flags of the pipes it shares with its commands (O_NONBLOCK, O_ASYNC with a signal of the
-  command's choice, which would stop the shell as the engine reads a later answer). Before each
-  request the shell compares all of that with what it started with and refuses the request when
-  anything differs: the host runs that request in an exec of its own (fresh pipes, fresh
-  limits), and the next one starts a new held shell.
+- Each command writes to the shell's pipes through open file descriptions of its own (START):
+  the flags it sets there (O_NONBLOCK, O_ASYNC with a signal of its choice) end with it, and
+  never reach the descriptions the shell writes its marks through.
+- What a process of the same user can still do to it: signal it (killed: the host sees no
+  trailer, reaps and starts another; stopped: a request not taken within the host's
+  HELD_GO_SEC gets the user's processes SIGCONT, and the shell goes on), and change what the
+  kernel lets the same uid change in another process and what the shell passes on to later
+  commands: its resource limits (prlimit(2)) and its scheduling (nice, policy, CPU affinity,
+  I/O priority). Before each request the shell compares those, and the flags of its own pipe
+  descriptions, with what it started with and refuses the request when anything differs: the
+  host runs that request in an exec of its own (fresh pipes, fresh limits), and the next one
+  starts a new held shell.
 - A request whose environment names a variable the shell itself reads (IFS, BASH*, SHELLOPTS,
   the locale, ...) or any non-upper-case name goes to a one-shot exec (`takes`).
 
